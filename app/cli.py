@@ -1,0 +1,87 @@
+"""`grpodeck`: serve the dashboard, run a worker, launch a spec file, diagnose a log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.core.config import ROOT, get_settings
+
+cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
+                  no_args_is_help=True, add_completion=False)
+
+
+def migrate() -> None:
+    """Bring the database schema to the latest Alembic revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
+
+
+@cli.command("migrate")
+def migrate_cmd() -> None:
+    """Apply database migrations (alembic upgrade head)."""
+    migrate()
+
+
+@cli.command()
+def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -> None:
+    """Migrate, then serve the dashboard and the API."""
+    import uvicorn
+
+    if not no_migrate:
+        migrate()
+    uvicorn.run("app.main:app", host=host, port=port, log_level="info")
+
+
+def worker_command(concurrency: int = 1) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+            "--pool=prefork", f"--concurrency={concurrency}", "-Q", get_settings().queue,
+            "--loglevel=INFO"]
+
+
+@cli.command()
+def worker(concurrency: int = 1) -> None:
+    """Run a Celery worker that trains queued runs (one run per process)."""
+    raise typer.Exit(subprocess.call(worker_command(concurrency)))
+
+
+@cli.command()
+def up(host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Dashboard and one worker together: the one-command local setup."""
+    migrate()
+    proc = subprocess.Popen(worker_command())
+    try:
+        serve(host=host, port=port, no_migrate=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@cli.command()
+def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashboard URL")] = None
+           ) -> None:
+    """Launch a run from a JSON spec file through the dashboard's API."""
+    import httpx
+
+    base = (url or get_settings().public_url).rstrip("/")
+    response = httpx.post(f"{base}/api/runs", json=json.loads(spec_file.read_text()), timeout=30)
+    if response.status_code != 201:
+        typer.echo(f"rejected ({response.status_code}): {response.text}", err=True)
+        raise typer.Exit(1)
+    body = response.json()
+    typer.echo(f"run {body['id']} {body['status']}: {base}{body['url']}")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

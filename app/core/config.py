@@ -1,0 +1,42 @@
+"""Settings from the environment (prefix ``GRPODECK_``), with embedded defaults.
+
+The defaults need no server at all: SQLite for data and kombu's SQLAlchemy transport on a
+SQLite file as the Celery broker, so a fresh laptop runs the whole product. Production sets
+``GRPODECK_DATABASE_URL=postgresql+psycopg://...`` and ``GRPODECK_BROKER_URL=redis://...``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ROOT = Path(__file__).resolve().parents[2]
+VAR = ROOT / "var"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GRPODECK_", env_file=".env", extra="ignore")
+
+    database_url: str = f"sqlite:///{VAR / 'grpodeck.db'}"
+    broker_url: str = f"sqla+sqlite:///{VAR / 'broker.db'}"
+    queue: str = "grpodeck"
+    public_url: str = Field(
+        "http://127.0.0.1:8000",
+        description="where workers reach the web app to report metrics (no DB credentials needed)",
+    )
+    runs_dir: Path = VAR / "runs"
+    cancel_grace_seconds: float = Field(
+        30.0, description="after a stop request, how long the trainer may take before it is killed"
+    )
+    control_poll_seconds: float = 1.0
+    report_flush_seconds: float = 2.0
+    chart_max_points: int = 2000
+    live_refresh_seconds: float = 2.0
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

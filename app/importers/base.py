@@ -1,0 +1,68 @@
+"""Shared types for log importers: the result dataclass, the error, and row merging."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.metrics.names import normalize_row
+
+Row = tuple[int, dict[str, float]]
+
+# Keys that describe the trainer, not the policy; they stay out of the metric rows.
+SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
+                          "train_loss", "total_flos"})
+
+
+class LogFormatError(ValueError):
+    """A file could not be read as any supported training-log format; ``reason`` says why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass
+class ImportedLog:
+    """Per-step metrics read from a file, in canonical names, sorted by step.
+
+    Train and eval rows logged at the same step are merged into one dict (eval keys keep
+    their ``eval_`` prefix, so nothing collides).
+    """
+
+    rows: list[Row]
+    source_format: str
+    meta: dict = field(default_factory=dict)
+
+
+def is_summary_row(d: dict) -> bool:
+    """The end-of-training summary row (``train_runtime`` ...) carries no per-step metrics."""
+    return "train_runtime" in d
+
+
+def merge_rows(pairs: list[tuple[int, dict]]) -> list[Row]:
+    """Normalise and merge raw (step, dict) pairs: one canonical dict per step, sorted.
+
+    ``step``/``global_step`` keys are removed from the metrics; later rows for a step
+    update earlier ones (so a re-logged value wins, and eval rows join train rows).
+    """
+    merged: dict[int, dict[str, float]] = {}
+    for step, raw in pairs:
+        clean = {k: v for k, v in raw.items()
+                 if k not in ("step", "global_step") and k not in SUMMARY_KEYS}
+        merged.setdefault(int(step), {}).update(normalize_row(clean))
+    return [(s, merged[s]) for s in sorted(merged) if merged[s]]
+
+
+def step_of(d: dict) -> int | None:
+    """The integer step of a row dict, or None when it has none."""
+    for key in ("step", "global_step"):
+        v = d.get(key)
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)) or (isinstance(v, str) and v.strip().lstrip("-").isdigit()):
+            try:
+                return int(float(v))
+            except (TypeError, ValueError):
+                return None
+    return None

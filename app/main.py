@@ -1,0 +1,36 @@
+"""create_app(): routers, our static files and the front-end assets from their packages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.core.config import ROOT
+from app.runs import api as runs_api
+from app.runs import report_api, views
+
+HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
+PLOTLY_DIST = Path(plotly.__file__).parent / "package_data"
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="GRPO Deck", version="0.1.0",
+                  description="Launch GRPO runs and learn early, with evidence, how they are doing.")
+    app.include_router(report_api.router)
+    app.include_router(runs_api.router)
+    app.include_router(views.router)
+    app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
+    app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")
+    app.mount("/static/plotly", StaticFiles(directory=PLOTLY_DIST), name="plotly")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+app = create_app()

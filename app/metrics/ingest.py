@@ -1,0 +1,105 @@
+"""The one way metrics enter the database: idempotent by (run, step, name).
+
+A worker that retries a batch, or re-sends a step after a network hiccup, overwrites the same
+points instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from app.metrics.models import MetricPoint
+from app.metrics.schemas import MetricRow
+from app.runs.models import Run
+
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+              "-infinity": -math.inf}
+
+
+def parse_value(raw: object) -> float | None:
+    """Numbers pass; the strings 'nan'/'inf'/'-inf' (JSON can't carry them) and numeric strings
+    become floats; anything else (text, lists) is not a metric and is dropped."""
+    if isinstance(raw, bool):
+        return float(raw)
+    if isinstance(raw, int | float):
+        return float(raw)
+    if isinstance(raw, str):
+        key = raw.strip().lower()
+        if key in NON_FINITE:
+            return NON_FINITE[key]
+        try:
+            return float(key)
+        except ValueError:
+            return None
+    return None
+
+
+def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]:
+    finite = math.isfinite(value)
+    return {"run_id": run_id, "step": step, "name": name[:200],
+            "value": value if finite else None, "raw": None if finite else repr(value)}
+
+
+def to_points(run_id: int, rows: list[MetricRow]) -> list[dict[str, object]]:
+    """Flatten rows to point dicts; a later row for the same (step, name) wins."""
+    merged: dict[tuple[int, str], dict[str, object]] = {}
+    for row in rows:
+        for name, raw in row.metrics.items():
+            value = parse_value(raw)
+            if value is not None:
+                merged[(row.step, name)] = _point(run_id, row.step, name, value)
+    return list(merged.values())
+
+
+def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
+    if not points:
+        return
+    insert = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
+    for start in range(0, len(points), 2000):
+        stmt = insert(MetricPoint).values(points[start:start + 2000])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["run_id", "name", "step"],
+            set_={"value": stmt.excluded.value, "raw": stmt.excluded.raw},
+        )
+        db.execute(stmt)
+
+
+def _update_progress(run: Run, max_step: int, now: datetime) -> None:
+    """Keep step, last report time and a smoothed seconds-per-step for ETA and 'lost' checks."""
+    previous_step, previous_at = run.current_step, run.last_step_at
+    if max_step > previous_step and previous_at is not None:
+        if previous_at.tzinfo is None:
+            previous_at = previous_at.replace(tzinfo=UTC)
+        per_step = (now - previous_at).total_seconds() / (max_step - previous_step)
+        old = run.seconds_per_step
+        run.seconds_per_step = per_step if old is None else 0.7 * old + 0.3 * per_step
+    if max_step > previous_step:
+        run.last_step_at = now
+    run.current_step = max(previous_step, max_step)
+
+
+def ingest(db: Session, run: Run, rows: list[MetricRow]) -> int:
+    """Store a batch and advance the run's progress; returns the number of points stored."""
+    points = to_points(run.id, rows)
+    upsert_points(db, points)
+    now = datetime.now(UTC)
+    if rows:
+        _update_progress(run, max(r.step for r in rows), now)
+    run.last_report_at = now
+    return len(points)
+
+
+def metric_names(db: Session, run_id: int) -> list[str]:
+    stmt = select(MetricPoint.name).where(MetricPoint.run_id == run_id).distinct()
+    return sorted(db.scalars(stmt).all())
+
+
+def point_count(db: Session, run_id: int) -> int:
+    stmt = select(func.count()).select_from(MetricPoint).where(MetricPoint.run_id == run_id)
+    return int(db.scalar(stmt) or 0)

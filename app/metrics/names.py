@@ -1,0 +1,111 @@
+"""Canonical metric names across TRL versions.
+
+TRL renamed several GRPO metrics over time (``completion_length`` ->
+``completions/mean_length``, ``rewards/<f>`` -> ``rewards/<f>/mean``, ...). Everything
+downstream (diagnostics, charts, comparisons) speaks only the newest vocabulary, so
+importers and the live metric path both pass rows through :func:`normalize_row`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+EVAL_PREFIX = "eval_"
+
+# Old name -> newest name (without the eval_ prefix).
+_RENAMES: dict[str, str] = {
+    "completion_length": "completions/mean_length",
+    "clipped_ratio": "completions/clipped_ratio",
+    "mean_length": "completions/mean_length",
+    "min_length": "completions/min_length",
+    "max_length": "completions/max_length",
+    "mean_terminated_length": "completions/mean_terminated_length",
+    "min_terminated_length": "completions/min_terminated_length",
+    "max_terminated_length": "completions/max_terminated_length",
+}
+
+# Canonical names whose value should win when an old and a new spelling share a row
+# (TRL versions that logged both, e.g. telelogs: completion_length differs from
+# completions/mean_length; the README says prefer the latter).
+_NEW_SPELLINGS = frozenset(_RENAMES.values())
+
+
+@lru_cache(maxsize=4096)
+def canonical_name(name: str) -> str:
+    """Map any TRL spelling of a metric to the newest one; the ``eval_`` prefix is kept."""
+    name = name.strip()
+    prefix = ""
+    if name.startswith(EVAL_PREFIX):
+        prefix, name = EVAL_PREFIX, name[len(EVAL_PREFIX):]
+    if name in _RENAMES:
+        return prefix + _RENAMES[name]
+    if name.startswith("rewards/"):
+        parts = name.split("/")
+        # rewards/<f> (old bare mean) -> rewards/<f>/mean; rewards/<f>/{mean,std} unchanged.
+        if len(parts) == 2 and parts[1]:
+            return f"{prefix}rewards/{parts[1]}/mean"
+    return prefix + name
+
+
+def is_old_spelling(name: str) -> bool:
+    """True when ``name`` is a legacy spelling that a newer key in the same row overrides."""
+    return canonical_name(name) != name.strip()
+
+
+def to_float(value: object) -> float | None:
+    """Numeric value of a logged metric, or None when it is not a number.
+
+    Accepts ints, floats and numeric strings ("0.5", "nan", "inf"); keeps NaN/inf because
+    numerical-instability detection needs them. Booleans are not metrics.
+    """
+    t = type(value)
+    if t is float:
+        return value  # type: ignore[return-value]
+    if t is int:
+        return float(value)  # type: ignore[arg-type]
+    if t is bool or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    try:  # numpy scalars and the like
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if isinstance(f, float) else None
+
+
+def normalize_row(metrics: dict) -> dict[str, float]:
+    """Canonical names and float values for one logged row; non-numeric values are dropped.
+
+    When an old and a new spelling of the same metric are both present, the new spelling
+    wins regardless of key order.
+    """
+    out: dict[str, float] = {}
+    from_old: set[str] = set()
+    for key, value in metrics.items():
+        if not isinstance(key, str):
+            continue
+        v = to_float(value)
+        if v is None:
+            continue
+        name = canonical_name(key)
+        old = name != key.strip()
+        if name in out and old and name not in from_old:
+            continue  # the new spelling is already there: keep it
+        out[name] = v
+        if old:
+            from_old.add(name)
+        else:
+            from_old.discard(name)
+    return out
+
+
+def is_finite(value: float) -> bool:
+    """Small helper so callers do not import math just for this."""
+    return math.isfinite(value)

@@ -1,0 +1,22 @@
+"""Wire format of the report API, shared by the web app and any reporting script."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+MetricValue = float | int | str | None
+
+
+class MetricRow(BaseModel):
+    step: int = Field(ge=0)
+    metrics: dict[str, MetricValue]
+
+
+class MetricBatch(BaseModel):
+    rows: list[MetricRow] = Field(default_factory=list, max_length=10_000)
+
+
+class IngestReply(BaseModel):
+    accepted: int
+    stop: bool
+    reason: str | None = None

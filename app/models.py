@@ -1,0 +1,4 @@
+"""Imports every table module so Alembic and the tests see the whole schema."""
+
+from app.metrics.models import MetricPoint  # noqa: F401
+from app.runs.models import Run  # noqa: F401

@@ -1,0 +1,64 @@
+"""JSON API for scripts and other tools (OpenAPI at /docs)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+
+from app.core.db import SessionDep
+from app.metrics.series import downsample, load_series
+from app.runs import lifecycle, service
+from app.runs.launch import launch
+from app.runs.models import Run
+from app.runs.schemas import LaunchedOut, RunOut
+from app.runs.spec import RunSpec
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+
+def run_or_404(db: SessionDep, run_id: int) -> Run:
+    run = service.get_run(db, run_id)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    return run
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=LaunchedOut)
+def create(spec: RunSpec, db: SessionDep) -> LaunchedOut:
+    run = launch(db, spec)
+    return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
+
+
+@router.get("", response_model=list[RunOut])
+def list_all(db: SessionDep) -> list[RunOut]:
+    return [RunOut.of(r) for r in service.list_runs(db)]
+
+
+@router.get("/{run_id}", response_model=RunOut)
+def get_one(run_id: int, db: SessionDep) -> RunOut:
+    return RunOut.of(run_or_404(db, run_id))
+
+
+@router.post("/{run_id}/cancel", response_model=RunOut)
+def cancel(run_id: int, db: SessionDep) -> RunOut:
+    run = run_or_404(db, run_id)
+    try:
+        lifecycle.request_cancel(run)
+    except lifecycle.TransitionError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    db.commit()
+    return RunOut.of(run)
+
+
+@router.get("/{run_id}/metrics")
+def metrics(run_id: int, db: SessionDep,
+            names: Annotated[str | None, Query(description="comma-separated metric names")] = None,
+            max_points: Annotated[int | None, Query(ge=3, le=1_000_000)] = None,
+            ) -> dict[str, dict[str, list[float | int | str | None]]]:
+    """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples."""
+    run_or_404(db, run_id)
+    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    series = load_series(db, run_id, wanted)
+    limit = max_points or 0
+    return {name: (downsample(s, limit) if limit else s).to_json() for name, s in series.items()}

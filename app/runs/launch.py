@@ -1,0 +1,27 @@
+"""Store a run and queue it: the one path shared by the form, the JSON API and the CLI."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.orm import Session
+
+from app.runs import lifecycle, launcher, service
+from app.runs.models import Run
+from app.runs.spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+
+def launch(db: Session, spec: RunSpec) -> Run:
+    """Commit the run first, then queue it; a broker failure fails the run visibly, never
+    loses it."""
+    run, token = service.create_run(db, spec=spec)
+    db.commit()
+    try:
+        run.task_id = launcher.enqueue(run, token)
+    except Exception as exc:  # noqa: BLE001 - any broker error must end up on the run
+        log.exception("could not queue run %s", run.id)
+        lifecycle.fail(run, f"could not queue the run: {exc}")
+    db.commit()
+    return run

@@ -1,0 +1,20 @@
+"""Hands a stored run to the Celery queue. The web app never imports the training stack."""
+
+from __future__ import annotations
+
+from app.core.config import get_settings
+from app.runs.models import Run
+
+
+def enqueue(run: Run, token: str) -> str:
+    """Send the run to the worker queue; returns the Celery task id."""
+    from worker.celery_app import celery_app
+
+    settings = get_settings()
+    result = celery_app.send_task(
+        "grpodeck.train_run",
+        kwargs={"run_id": run.id, "spec": run.spec, "report_url": settings.public_url,
+                "token": token},
+        queue=settings.queue,
+    )
+    return result.id

@@ -1,0 +1,37 @@
+"""The run record: a launched (or imported) GRPO run and where it stands."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, Integer, String, Text, func
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.core.db import Base
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(120))
+    source: Mapped[str] = mapped_column(String(16), default="launched")  # launched | imported
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    max_steps: Mapped[int] = mapped_column(Integer)
+    current_step: Mapped[int] = mapped_column(Integer, default=0)
+    token_hash: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_step_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    stop_reason: Mapped[str | None] = mapped_column(Text)
+    worker_pid: Mapped[int | None] = mapped_column(Integer)
+    worker_host: Mapped[str | None] = mapped_column(String(255))
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    traceback_tail: Mapped[str | None] = mapped_column(Text)
+    seconds_per_step: Mapped[float | None] = mapped_column(Float)

@@ -1,0 +1,54 @@
+"""Queries and writes for runs. Functions flush, never commit: the caller owns the transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.runs.lifecycle import Status
+from app.runs.models import Run
+from app.runs.spec import RunSpec
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_matches(run: Run, token: str) -> bool:
+    return run.token_hash is not None and hmac.compare_digest(run.token_hash, hash_token(token))
+
+
+def create_run(db: Session, *, spec: RunSpec) -> tuple[Run, str]:
+    """Store a queued run and return it with its reporting token (shown to no one but the worker)."""
+    token = secrets.token_urlsafe(32)
+    run = Run(
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        status=Status.QUEUED,
+        max_steps=spec.max_steps,
+        token_hash=hash_token(token),
+    )
+    db.add(run)
+    db.flush()
+    return run, token
+
+
+def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) -> Run:
+    run = Run(name=name, source="imported", spec=spec, status=Status.IMPORTED,
+              max_steps=max_step, current_step=max_step)
+    db.add(run)
+    db.flush()
+    return run
+
+
+def get_run(db: Session, run_id: int) -> Run | None:
+    return db.get(Run, run_id)
+
+
+def list_runs(db: Session, *, limit: int = 200) -> Sequence[Run]:
+    return db.scalars(select(Run).order_by(Run.id.desc()).limit(limit)).all()

@@ -1,0 +1,85 @@
+"""Built-in models: built offline, cached atomically, and usable by the trainer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from worker.training import models
+
+
+def test_tiny_random_builds_once_and_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRPODECK_CACHE_DIR", str(tmp_path))
+    model, tok = models.load_model_and_tokenizer("builtin:tiny-random")
+    path = models.builtin_path("builtin:tiny-random")
+    assert path.is_relative_to(tmp_path) and (path / "config.json").exists()
+    weights = path / "model.safetensors"
+    built_at = weights.stat().st_mtime_ns
+
+    assert model.config.model_type == "qwen2"
+    assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
+    assert model.config.vocab_size == len(tok) <= 1024
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    assert tok.pad_token_id != tok.eos_token_id
+    assert model.generation_config.eos_token_id == tok.eos_token_id
+    text = "Describe the sea in one sentence."
+    assert tok.decode(tok(text)["input_ids"]) == text  # byte-level BPE round-trips
+    rendered = tok.apply_chat_template([{"role": "user", "content": text}],
+                                       add_generation_prompt=True, tokenize=False)
+    assert rendered == f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
+
+    model2, _ = models.load_model_and_tokenizer("builtin:tiny-random")
+    assert weights.stat().st_mtime_ns == built_at  # loaded from the cache, not rebuilt
+    for a, b in zip(model.state_dict().values(), model2.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp dirs left behind
+
+
+def test_concurrent_builds_do_not_corrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRPODECK_CACHE_DIR", str(tmp_path))
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            models.ensure_builtin("builtin:tiny-random")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    path = models.builtin_path("builtin:tiny-random")
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    models.load_model_and_tokenizer("builtin:tiny-random")
+
+
+def test_unknown_hub_model_fails_with_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(models.ModelLoadError, match="could not load model"):
+        models.load_model_and_tokenizer("nobody-here/definitely-not-a-model")
+
+
+def test_local_directory_loads(tmp_path: Path) -> None:
+    src = models.ensure_builtin("builtin:tiny-random")  # default cache: reused across tests
+    model, tok = models.load_model_and_tokenizer(str(src))
+    assert model.config.hidden_size == 64 and tok.chat_template
+
+
+@pytest.mark.slow
+def test_smollm2_converts_loads_and_answers() -> None:
+    model, tok = models.load_model_and_tokenizer("builtin:smollm2-135m-instruct")
+    path = models.builtin_path("builtin:smollm2-135m-instruct")
+    assert (path / "model.safetensors").exists()
+    assert "quantization_config" not in (path / "config.json").read_text()
+    assert model.dtype == torch.float32 and model.config.num_hidden_layers == 30
+    inputs = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                     add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = model.generate(**inputs, max_new_tokens=20, do_sample=False)
+    reply = tok.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert "Paris" in reply

@@ -1,0 +1,70 @@
+"""Run the training in a child process group and supervise it.
+
+A child of its own gives clean CUDA state and crash isolation, and a process group we can kill
+as a whole (the trainer may spawn data-loader or sandbox grandchildren). Cancelling does not rely
+on the broker (kombu's SQLite transport delivers no revoke): the trainer learns of a stop from
+its ingest replies and stops gracefully; if it has not exited within the grace period, we kill
+the group.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+
+
+def kill_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM the child's group, then SIGKILL whatever is left after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        proc.wait()
+
+
+def supervise(proc: subprocess.Popen[bytes], should_stop: Callable[[], bool],
+              poll_seconds: float, grace_seconds: float) -> int:
+    """Wait for the child; once a stop is requested give it ``grace_seconds`` to exit."""
+    stop_seen_at: float | None = None
+    while True:
+        try:
+            return proc.wait(timeout=poll_seconds)
+        except subprocess.TimeoutExpired:
+            pass
+        if stop_seen_at is None:
+            if should_stop():
+                stop_seen_at = time.monotonic()
+        elif time.monotonic() - stop_seen_at > grace_seconds:
+            kill_group(proc)
+            return proc.wait()
+
+
+def tail(path: Path, max_chars: int = 4000) -> str:
+    if not path.exists():
+        return ""
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - max_chars))
+        return fh.read().decode("utf-8", "replace")
+
+
+def error_line(stderr_tail: str) -> str | None:
+    """The exception line of a Python traceback, the most useful one-line error for a person."""
+    lines = [ln.strip() for ln in stderr_tail.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if EXCEPTION_LINE.match(line):
+            return line
+    return lines[-1] if lines else None

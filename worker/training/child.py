@@ -1,0 +1,100 @@
+"""The training process a Celery task launches for one run.
+
+Run as ``python -m worker.training.child --spec SPEC.json --run-id ID --report-url URL
+--token TOKEN --output-dir DIR``. It lives in its own process so a crash, an OOM or a cancel can
+never take the Celery worker down, and so the task can capture its stderr. Exit code 0 means the
+run finished (including a graceful stop requested by the server); anything else is a failure
+whose traceback is the tail of stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.runs.spec import RunSpec
+
+log = logging.getLogger("worker.training")
+
+
+def _offline_if_builtin(spec: RunSpec) -> None:
+    """Built-ins never need the network: fail fast instead of waiting on hub timeouts.
+    Hub ids keep the default (online) so a user's worker can download them."""
+    local_data = spec.dataset.startswith("builtin:") or spec.dataset.endswith((".jsonl", ".json"))
+    if spec.model.startswith("builtin:") and local_data:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+
+def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, token: str,
+          output_dir: str, *, batch_rows: int = 20, flush_seconds: float = 5.0) -> None:
+    """Train one run to completion (or until the server says stop). Raises on any error.
+
+    ``batch_rows``/``flush_seconds`` tune metric reporting (see ``MetricsReporter``)."""
+    from app.runs.spec import RunSpec
+
+    if not isinstance(spec, RunSpec):
+        spec = RunSpec.model_validate(spec)
+    _offline_if_builtin(spec)
+
+    from trl import GRPOTrainer
+
+    from worker.rewards.registry import REWARDS
+    from worker.training.config import build_grpo_config
+    from worker.training.datasets import drop_long_prompts, load_prompts
+    from worker.training.hardware import describe
+    from worker.training.models import load_model_and_tokenizer
+    from worker.training.reporting import MetricsReporter
+
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    log.info("run %s: %s on %s with %s (%s)", run_id, spec.name, spec.model, spec.dataset, describe())
+    config = build_grpo_config(spec, output_dir)  # validate before the slow loads
+    model, tokenizer = load_model_and_tokenizer(spec.model)
+    train_ds, eval_ds = load_prompts(spec)
+    train_ds = drop_long_prompts(train_ds, tokenizer, spec.max_prompt_length)
+    if eval_ds is not None:
+        eval_ds = drop_long_prompts(eval_ds, tokenizer, spec.max_prompt_length)
+    reward_funcs = [REWARDS[r.name].build(r.params) for r in spec.rewards]
+    reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
+                               flush_seconds=flush_seconds, spool_path=Path(output_dir) / "metrics.jsonl")
+    try:
+        trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward_funcs,
+                              args=config, train_dataset=train_ds, eval_dataset=eval_ds,
+                              callbacks=[reporter])
+        trainer.train()
+    finally:
+        reporter.close()
+    if reporter.stop_requested:
+        log.info("run %s stopped at step %d on the server's request", run_id, trainer.state.global_step)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m worker.training.child", description=__doc__)
+    parser.add_argument("--spec", required=True, help="path to the run spec JSON")
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--report-url", required=True, help="base URL of the GRPO Deck server")
+    parser.add_argument("--token", required=True, help="bearer token for the metrics endpoint")
+    parser.add_argument("--output-dir", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        from app.runs.spec import RunSpec
+
+        spec = RunSpec.model_validate_json(Path(args.spec).read_text())
+        train(spec, args.run_id, args.report_url, args.token, args.output_dir)
+    except Exception:  # noqa: BLE001 - the parent shows this traceback to the user
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.flush()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
