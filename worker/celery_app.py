@@ -6,26 +6,35 @@ silently lost from the queue. Results are not stored: outcomes travel over the H
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 from celery import Celery
 
 from app.core.config import get_settings
 
-settings = get_settings()
-if settings.broker_url.startswith("sqla+sqlite"):
-    from pathlib import Path
 
-    Path(settings.broker_url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+def make_celery(broker_url: str, queue: str) -> Celery:
+    if broker_url.startswith("sqla+sqlite"):
+        Path(broker_url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+    app = Celery("grpodeck", broker=broker_url, include=["worker.tasks"])
+    app.conf.update(
+        task_default_queue=queue,
+        task_acks_late=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+    )
+    return app
 
-celery_app = Celery("grpodeck", broker=settings.broker_url, include=["worker.tasks"])
-celery_app.conf.update(
-    task_default_queue=settings.queue,
-    task_acks_late=True,
-    task_reject_on_worker_lost=False,
-    worker_prefetch_multiplier=1,
-    task_ignore_result=True,
-    task_serializer="json",
-    accept_content=["json"],
-    broker_connection_retry_on_startup=True,
-    broker_transport_options={"polling_interval": 0.5},
-    worker_hijack_root_logger=False,
-)
+
+@lru_cache
+def celery_for(broker_url: str, queue: str) -> Celery:
+    """One app per broker: the web process sends with it, tests may switch brokers."""
+    return make_celery(broker_url, queue)
+
+
+celery_app = celery_for(get_settings().broker_url, get_settings().queue)

@@ -8,10 +8,10 @@ from app.runs.models import Run
 
 def enqueue(run: Run, token: str) -> str:
     """Send the run to the worker queue; returns the Celery task id."""
-    from worker.celery_app import celery_app
+    from worker.celery_app import celery_for
 
     settings = get_settings()
-    result = celery_app.send_task(
+    result = celery_for(settings.broker_url, settings.queue).send_task(
         "grpodeck.train_run",
         kwargs={"run_id": run.id, "spec": run.spec, "report_url": settings.public_url,
                 "token": token},

@@ -1,0 +1,194 @@
+"""Bounded per-metric history: step buckets that double in width, plus spike episodes.
+
+Why buckets: the app updates diagnostics as each batch arrives, and runs reach hundreds of
+thousands of steps. Each metric keeps at most ``MAX_BUCKETS`` buckets of ``width`` steps
+(sum, count, min, max, step sum); when full, the width doubles and neighbours merge. Memory
+and per-update cost are therefore bounded, and the early part of the run (baselines) and the
+running best stay visible at coarser resolution. Short runs (width 1) are kept exactly.
+
+Why spike exclusion: an isolated KL or grad-norm spike would inflate a bucket mean and look
+like a sustained level change. Points far above the recent typical value (see
+``SPIKE_RATIO``/``SPIKE_K``) are kept out of the buckets and recorded as *episodes* of
+consecutive elevated rows; an episode of <= ``ISOLATED_MAX_ROWS`` rows is an isolated spike,
+a longer one is a level shift (its later points re-enter the buckets as the reference adapts).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAX_BUCKETS = 128  # resolution of the trend view; 128 points are plenty for rank tests
+SPIKE_METRICS = ("kl", "grad_norm")
+SPIKE_RATIO = 10.0  # a spike is an order of magnitude above the typical value ...
+SPIKE_K = 8.0  # ... and far outside the robust spread, so ordinary noise never qualifies
+SPIKE_MIN_REF = 8  # need this many positive reference values before calling anything a spike
+RING = 32  # raw recent values kept as the spike reference (adapts to level shifts)
+CHUNK = 256  # one-shot ingestion judges spikes chunk by chunk, like a live run would
+ISOLATED_MAX_ROWS = 2
+MAX_EPISODES = 64  # keep the latest episodes (plus totals) so the state stays small
+
+
+@dataclass
+class MetricHistory:
+    """Bucketed history of one metric. All fields are JSON-friendly once listified."""
+
+    width: int = 1
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vsum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ssum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cnt: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vmin: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vmax: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    last_step: int = -(2**62)
+    first_step: int | None = None
+    n_rows: int = 0
+    gmin: float | None = None
+    gmax: float | None = None
+    nonfinite: list = field(default_factory=lambda: [0, None, None, None])  # n, first, last, example
+    ring: list = field(default_factory=list)
+    episodes: list = field(default_factory=list)  # [first, last, rows, peak, peak_step]
+    open_ep: list | None = None
+    n_isolated_closed: int = 0
+    n_shift_closed: int = 0
+
+    # ---- ingestion -------------------------------------------------------------------
+    def add(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
+        """Append points with steps > last_step (re-sent steps are ignored: idempotent)."""
+        keep = steps > self.last_step
+        if not keep.all():
+            steps, values = steps[keep], values[keep]
+        if len(steps) == 0:
+            return
+        if self.first_step is None:
+            self.first_step = int(steps[0])
+        self.last_step = int(steps[-1])
+        self.n_rows += len(steps)
+        finite = np.isfinite(values)
+        if not finite.all():
+            self._note_nonfinite(steps[~finite], values[~finite])
+            steps, values = steps[finite], values[finite]
+        if len(values) == 0:
+            return
+        lo, hi = float(values.min()), float(values.max())
+        self.gmin = lo if self.gmin is None else min(self.gmin, lo)
+        self.gmax = hi if self.gmax is None else max(self.gmax, hi)
+        if name in SPIKE_METRICS:
+            for i in range(0, len(values), CHUNK):
+                s, v = steps[i:i + CHUNK], values[i:i + CHUNK]
+                ok = self._judge_spikes(s, v)
+                self._bucket(s[ok], v[ok])
+        else:
+            self._bucket(steps, values)
+
+    def _note_nonfinite(self, steps: np.ndarray, values: np.ndarray) -> None:
+        n, first, _, example = self.nonfinite
+        self.nonfinite = [n + len(steps), int(steps[0]) if first is None else first,
+                          int(steps[-1]), example if example is not None else str(values[0])]
+
+    def _judge_spikes(self, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Boolean mask of points to bucket; elevated points become episode rows."""
+        ref = np.concatenate([np.asarray(self.ring, float), values])
+        ref = ref[ref > 0]
+        self.ring = [float(x) for x in np.concatenate([self.ring, values])[-RING:]]
+        if len(ref) < SPIKE_MIN_REF:
+            elevated = np.zeros(len(values), bool)
+        else:
+            typ = float(np.median(ref))
+            sig = 1.4826 * float(np.median(np.abs(ref - typ)))
+            elevated = (values > SPIKE_RATIO * typ) & (values > typ + SPIKE_K * sig)
+        idx = np.flatnonzero(elevated)
+        if len(idx) == 0:
+            self._close_episode()
+            return ~elevated
+        prev = -1
+        for i in idx:  # elevated points are rare: a Python loop over them is cheap
+            if i != prev + 1:
+                self._close_episode()
+            self._extend_episode(int(steps[i]), float(values[i]))
+            prev = i
+        if prev != len(values) - 1:
+            self._close_episode()
+        return ~elevated
+
+    def _extend_episode(self, step: int, value: float) -> None:
+        ep = self.open_ep
+        if ep is None:
+            self.open_ep = [step, step, 1, value, step]
+        else:
+            ep[1], ep[2] = step, ep[2] + 1
+            if value > ep[3]:
+                ep[3], ep[4] = value, step
+
+    def _close_episode(self) -> None:
+        if self.open_ep is None:
+            return
+        ep, self.open_ep = self.open_ep, None
+        self.episodes.append(ep)
+        if len(self.episodes) > MAX_EPISODES:
+            old = self.episodes.pop(0)
+            if old[2] <= ISOLATED_MAX_ROWS:
+                self.n_isolated_closed += 1
+            else:
+                self.n_shift_closed += 1
+
+    def _bucket(self, steps: np.ndarray, values: np.ndarray) -> None:
+        if len(steps) == 0:
+            return
+        keys = np.concatenate([self.keys, steps // self.width])
+        self._reduce(keys,
+                     np.concatenate([self.vsum, values]), np.concatenate([self.ssum, steps]),
+                     np.concatenate([self.cnt, np.ones(len(values))]),
+                     np.concatenate([self.vmin, values]), np.concatenate([self.vmax, values]))
+        while len(self.keys) > MAX_BUCKETS:
+            self.width *= 2
+            self._reduce(self.keys // 2, self.vsum, self.ssum, self.cnt, self.vmin, self.vmax)
+
+    def _reduce(self, keys, vsum, ssum, cnt, vmin, vmax) -> None:
+        """Merge entries with equal keys; keys are sorted (steps arrive in order)."""
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        self.keys = keys[starts].astype(np.int64)
+        self.vsum = np.add.reduceat(vsum, starts)
+        self.ssum = np.add.reduceat(np.asarray(ssum, float), starts)
+        self.cnt = np.add.reduceat(cnt, starts)
+        self.vmin = np.minimum.reduceat(vmin, starts)
+        self.vmax = np.maximum.reduceat(vmax, starts)
+
+    # ---- reading ---------------------------------------------------------------------
+    def series(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean step, mean value) per bucket, spike-free."""
+        if len(self.cnt) == 0:
+            return np.zeros(0), np.zeros(0)
+        return self.ssum / self.cnt, self.vsum / self.cnt
+
+    def all_episodes(self) -> list[list]:
+        """Closed episodes plus the open one (an open episode counts as it stands)."""
+        return self.episodes + ([list(self.open_ep)] if self.open_ep else [])
+
+    # ---- persistence -----------------------------------------------------------------
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("width", "last_step", "first_step", "n_rows", "gmin",
+                                           "gmax", "nonfinite", "ring", "episodes", "open_ep",
+                                           "n_isolated_closed", "n_shift_closed")}
+        for k in ("keys", "vsum", "ssum", "cnt", "vmin", "vmax"):
+            d[k] = getattr(self, k).tolist()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "MetricHistory":
+        h = cls()
+        for k, v in d.items():
+            if k == "keys":
+                h.keys = np.asarray(v, np.int64)
+            elif k in ("vsum", "ssum", "cnt", "vmin", "vmax"):
+                setattr(h, k, np.asarray(v, float))
+            elif hasattr(h, k):
+                setattr(h, k, v)
+        return h
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """JSON has no NaN: helpers that may produce one go through this."""
+    return x if x is not None and math.isfinite(x) else None

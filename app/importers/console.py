@@ -1,0 +1,134 @@
+"""Console logs where TRL printed one python dict literal per logging step.
+
+``Trainer.log`` prints e.g. ``{'loss': 0.0, 'reward': 0.9, ..., 'epoch': 0.01}`` with no step
+number, interleaved with tqdm progress bars (``5/200 [00:19<...]`` joined by carriage
+returns) and other output. Values can be strings in newer versions.
+
+Step inference, first rule that applies wins (recorded in ``meta['step_inference']``):
+  1. ``step`` key in the dicts themselves;
+  2. ``tqdm``: the training progress bar ``n/total`` printed just before each dict, when
+     every dict has one with the same total and ``n`` strictly increases;
+  3. ``epoch``: when the final summary row gives the total number of steps
+     (``train_runtime * train_steps_per_second``) and the dicts' ``epoch`` values strictly
+     increase: step = epoch / final_epoch * total_steps (TRL often rounds epoch to 2
+     decimals, which makes it non-increasing, so this rarely applies);
+  4. ``interval``: row i (1-based) is step i * interval, with interval = total_steps / rows
+     when the summary gives total_steps and divides evenly, else the caller's
+     ``logging_steps`` (default 1).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
+
+_BAR = re.compile(r"(\d+)/(\d+) \[")
+_METRIC_HINTS = ("loss", "reward", "train_runtime", "kl", "entropy", "grad_norm")
+
+
+def looks_like(text: str) -> bool:
+    """Some line holds a python dict literal with a training-metric key."""
+    return any(d for _, d in _dicts_with_positions(text[:2_000_000], limit=1))
+
+
+def _is_metrics_dict(d: object) -> bool:
+    if not isinstance(d, dict) or not d or not all(isinstance(k, str) for k in d):
+        return False
+    return any(k in _METRIC_HINTS or k.startswith(("rewards/", "eval_")) for k in d)
+
+
+def _literal_at(segment: str) -> dict | None:
+    """The widest ``{...}`` in a segment that parses as a metrics dict, if any."""
+    end = segment.rfind("}")
+    start = segment.find("{")
+    while 0 <= start < end:
+        try:
+            value = ast.literal_eval(segment[start:end + 1])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = None
+        if _is_metrics_dict(value):
+            return value  # type: ignore[return-value]
+        start = segment.find("{", start + 1)
+    return None
+
+
+def _dicts_with_positions(text: str, limit: int | None = None) -> list[tuple[int, dict]]:
+    """(offset, dict) for each printed metrics dict; segments split on \\n and \\r (tqdm)."""
+    found: list[tuple[int, dict]] = []
+    offset = 0
+    for segment in re.split(r"[\r\n]", text):
+        if "{" in segment and "}" in segment:
+            d = _literal_at(segment)
+            if d is not None:
+                found.append((offset, d))
+                if limit and len(found) >= limit:
+                    break
+        offset += len(segment) + 1
+    return found
+
+
+def _bar_steps(text: str, offsets: list[int]) -> list[int] | None:
+    """Rule 2: the tqdm count printed last before each dict, if consistent."""
+    bars = [(m.start(), int(m.group(1)), int(m.group(2))) for m in _BAR.finditer(text)]
+    steps, totals, j, last = [], set(), 0, None
+    for off in offsets:
+        while j < len(bars) and bars[j][0] < off:
+            last = bars[j]
+            j += 1
+        if last is None:
+            return None
+        steps.append(last[1])
+        totals.add(last[2])
+    if len(totals) != 1 or any(b <= a for a, b in zip(steps, steps[1:])):
+        return None
+    return steps
+
+
+def _total_steps(summary: dict | None) -> int | None:
+    if not summary:
+        return None
+    try:
+        total = float(summary["train_runtime"]) * float(summary["train_steps_per_second"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return int(round(total)) if total >= 1 else None
+
+
+def _infer_steps(text: str, rows: list[tuple[int, dict]], summary: dict | None,
+                 logging_steps: int) -> tuple[list[int], str]:
+    dicts = [d for _, d in rows]
+    explicit = [step_of(d) for d in dicts]
+    if all(s is not None for s in explicit):
+        return [int(s) for s in explicit], "step"  # type: ignore[arg-type]
+    bar = _bar_steps(text, [off for off, _ in rows])
+    if bar is not None:
+        return bar, "tqdm"
+    total = _total_steps(summary)
+    epochs = [d.get("epoch") for d in dicts]
+    if total and all(isinstance(e, (int, float)) for e in epochs):
+        final = float(summary.get("epoch") or epochs[-1]) if summary else float(epochs[-1])
+        if final > 0 and all(b > a for a, b in zip(epochs, epochs[1:])):
+            return [max(1, int(round(float(e) / final * total))) for e in epochs], "epoch"
+    interval = logging_steps
+    if total and total % len(dicts) == 0:
+        interval = total // len(dicts)
+    return [(i + 1) * interval for i in range(len(dicts))], "interval"
+
+
+def parse(text: str, path: str, logging_steps: int = 1) -> ImportedLog:
+    """Metrics dicts in print order, steps inferred as described in the module docstring."""
+    found = _dicts_with_positions(text)
+    summary = next((d for _, d in found if is_summary_row(d)), None)
+    rows = [(off, d) for off, d in found if not is_summary_row(d)]
+    if not rows:
+        raise LogFormatError(path, "no printed metrics dicts found")
+    steps, how = _infer_steps(text, rows, summary, logging_steps)
+    meta: dict = {"step_inference": how}
+    if (total := _total_steps(summary)) is not None:
+        meta["max_steps"] = total
+    if len(steps) > 1:
+        meta["logging_steps"] = steps[1] - steps[0]
+    pairs = list(zip(steps, (d for _, d in rows)))
+    return ImportedLog(rows=merge_rows(pairs), source_format="console", meta=meta)
