@@ -1,0 +1,68 @@
+"""The whole path on a real stack: HTTP form -> run record -> Celery queue -> worker process ->
+TRL GRPOTrainer on builtin:tiny-random -> metric ingest over HTTP -> stored series."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.stack import Stack
+
+TINY = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
+        "num_generations": 4, "max_completion_length": 16, "logging_steps": 1}
+# What TRL's GRPOTrainer logs every step for one reward function on a policy without eval.
+PER_STEP = {"reward", "reward_std", "frac_reward_zero_std", "rewards/length_target/mean",
+            "completions/mean_length", "loss", "grad_norm", "learning_rate"}
+
+
+def test_form_launch_trains_and_stores_one_value_per_logged_step(stack: Stack) -> None:
+    form = {"name": "it-form", "model": TINY["model"], "dataset": TINY["dataset"],
+            "reward_0_name": "length_target", "reward_0_weight": "1", "reward_0_params": "target=20",
+            "num_generations": "4", "max_steps": "4", "max_completion_length": "16",
+            "logging_steps": "1", "beta": "0.04"}
+    page = httpx.post(f"{stack.url}/runs/new", data=form, follow_redirects=False, timeout=30)
+    assert page.status_code == 303, page.text
+    run_id = int(page.headers["location"].rsplit("/", 1)[1])
+    run = stack.wait_for(run_id, {"succeeded", "failed", "cancelled"})
+    assert run["status"] == "succeeded", run
+    assert run["step"] == 4 and run["started_at"] and run["finished_at"]
+    series = httpx.get(f"{stack.url}/api/runs/{run_id}/metrics", timeout=10).json()
+    assert PER_STEP <= set(series), sorted(series)
+    for name in PER_STEP | {"kl"}:
+        assert series[name]["steps"] == [1, 2, 3, 4], (name, series[name])
+    page = httpx.get(f"{stack.url}/runs/{run_id}", timeout=10).text
+    assert 'id="chart-reward"' in page and 'id="chart-kl"' in page
+
+
+def test_a_reward_that_raises_fails_the_run_with_the_error(stack: Stack) -> None:
+    run_id = stack.launch(name="it-fail", max_steps=3, **TINY,
+                          rewards=[{"name": "debug_raise", "params": {"after_calls": 1}}])
+    run = stack.wait_for(run_id, {"succeeded", "failed", "cancelled"})
+    assert run["status"] == "failed"
+    assert "RuntimeError" in run["error"] and "debug_raise" in run["error"]
+    assert "Traceback" in run["traceback_tail"]
+    page = httpx.get(f"{stack.url}/runs/{run_id}", timeout=10).text
+    assert "debug_raise: reward function failed" in page
+
+
+def test_cancel_stops_a_running_run(stack: Stack) -> None:
+    run_id = stack.launch(name="it-cancel", max_steps=10_000, **TINY,
+                          rewards=[{"name": "length_target"}])
+    stack.wait_for(run_id, {"running"})
+    stack.wait_until(lambda: stack.run(run_id)["step"] >= 2, "two steps trained")
+    reply = httpx.post(f"{stack.url}/api/runs/{run_id}/cancel", timeout=10)
+    assert reply.status_code == 200 and reply.json()["cancel_requested"]
+    run = stack.wait_for(run_id, {"succeeded", "failed", "cancelled"}, timeout=120)
+    assert run["status"] == "cancelled" and run["step"] < 10_000
+
+
+def test_cancel_while_queued_never_trains(stack: Stack) -> None:
+    blocker = stack.launch(name="it-blocker", max_steps=10_000, **TINY,
+                           rewards=[{"name": "length_target"}])
+    queued = stack.launch(name="it-queued", max_steps=3, **TINY,
+                          rewards=[{"name": "length_target"}])
+    assert stack.run(queued)["status"] == "queued"
+    assert httpx.post(f"{stack.url}/api/runs/{queued}/cancel", timeout=10).status_code == 200
+    httpx.post(f"{stack.url}/api/runs/{blocker}/cancel", timeout=10)
+    stack.wait_for(blocker, {"cancelled", "failed", "succeeded"}, timeout=120)
+    run = stack.wait_for(queued, {"cancelled"})
+    assert run["started_at"] is None and run["step"] == 0
