@@ -1,0 +1,41 @@
+"""A person fills the form in a real browser, launches, and watches the reward chart draw."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.stack import Stack
+
+
+def test_form_launch_draws_reward_chart(page: Page, live: Stack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{live.url}/runs/new")
+    page.fill("#f-name", "browser-run")
+    page.fill("#f-model", "builtin:tiny-random")
+    page.fill("#f-max_steps", "3")
+    page.fill("#f-max_completion_length", "16")
+    page.click("#launch")
+    page.wait_for_url("**/runs/*")
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=240_000)
+    chart = page.locator("#chart-reward")
+    expect(chart.locator(".main-svg").first).to_be_visible(timeout=20_000)
+    # plotly drew one marker per logged step of the reward trace
+    expect(chart.locator(".scatterlayer .trace").first.locator("path.point")).to_have_count(3)
+    page.screenshot(path=os.environ.get("GRPODECK_SHOT", str(tmp_path / "run.png")), full_page=True)
+    page.goto(f"{live.url}/runs")
+    expect(page.locator("#runs-table")).to_contain_text("browser-run")
+
+
+def test_invalid_form_marks_the_field_and_queues_nothing(page: Page, live: Stack) -> None:
+    before = httpx.get(f"{live.url}/api/runs", timeout=10).json()
+    page.goto(f"{live.url}/runs/new")
+    page.fill("#f-num_generations", "1")
+    page.fill("#f-learning_rate", "-0.1")
+    page.click("#launch")
+    expect(page.locator("#e-num_generations")).to_be_visible()
+    expect(page.locator("#e-learning_rate")).to_contain_text("greater than 0")
+    expect(page.locator("#f-num_generations")).to_have_value("1")
+    expect(page.locator(".alert.critical")).to_contain_text("nothing was queued")
+    assert httpx.get(f"{live.url}/api/runs", timeout=10).json() == before
