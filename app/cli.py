@@ -79,6 +79,42 @@ def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashbo
     typer.echo(f"run {body['id']} {body['status']}: {base}{body['url']}")
 
 
+@cli.command()
+def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+             max_completion_length: Annotated[int | None, typer.Option(
+                 help="the run's max_completion_length, if known")] = None) -> None:
+    """Diagnose a training log made elsewhere, without any server."""
+    from app.diagnostics import RunContext, diagnose_file
+    from app.diagnostics.report import format_text, to_json_dict
+    from app.importers import LogFormatError
+
+    try:
+        diagnosis = diagnose_file(path, RunContext(max_completion_length=max_completion_length))
+    except (LogFormatError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(to_json_dict(diagnosis), indent=2) if as_json else format_text(diagnosis))
+
+
+@cli.command("import")
+def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None
+               ) -> None:
+    """Store a training log as an imported run (charts and findings in the dashboard)."""
+    from app.core.db import get_sessionmaker
+    from app.importers import LogFormatError
+    from app.runs.imports import import_log
+
+    migrate()
+    with get_sessionmaker()() as db:
+        try:
+            run = import_log(db, path, name)
+        except (LogFormatError, OSError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        db.commit()
+        typer.echo(f"imported run {run.id} ({run.verdict}): {get_settings().public_url}/runs/{run.id}")
+
+
 def main() -> None:
     cli()
 

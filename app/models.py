@@ -1,4 +1,5 @@
 """Imports every table module so Alembic and the tests see the whole schema."""
 
+from app.health.models import FindingRecord  # noqa: F401
 from app.metrics.models import MetricPoint  # noqa: F401
 from app.runs.models import Run  # noqa: F401

@@ -47,6 +47,23 @@ def figure(panel: Panel, series: dict[str, Series],
     return fig.to_plotly_json()
 
 
+def marks_by_panel(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Step ranges of warning/critical findings, on the panel that draws their metric."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        if f["severity"] == "info" or not f.get("metric"):
+            continue
+        for panel in PANELS:
+            primary, secondary = names_for(panel, [f["metric"]])
+            if primary or secondary:
+                x1 = f["last_step"] if f["last_step"] > f["first_step"] else f["first_step"] + 0.5
+                out.setdefault(panel.key, []).append(
+                    {"x0": f["first_step"], "x1": x1, "label": f["category"],
+                     "severity": f["severity"]})
+                break
+    return out
+
+
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """All charts a run has data for, each as {key, title, figure}."""

@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     report_flush_seconds: float = 2.0
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0
+    lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
 
 
 @lru_cache

@@ -15,30 +15,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.metrics.models import MetricPoint
+from app.metrics.names import normalize_row
 from app.metrics.schemas import MetricRow
 from app.runs.models import Run
-
-NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
-              "-infinity": -math.inf}
-
-
-def parse_value(raw: object) -> float | None:
-    """Numbers pass; the strings 'nan'/'inf'/'-inf' (JSON can't carry them) and numeric strings
-    become floats; anything else (text, lists) is not a metric and is dropped."""
-    if isinstance(raw, bool):
-        return float(raw)
-    if isinstance(raw, int | float):
-        return float(raw)
-    if isinstance(raw, str):
-        key = raw.strip().lower()
-        if key in NON_FINITE:
-            return NON_FINITE[key]
-        try:
-            return float(key)
-        except ValueError:
-            return None
-    return None
-
 
 def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]:
     finite = math.isfinite(value)
@@ -47,13 +26,12 @@ def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]
 
 
 def to_points(run_id: int, rows: list[MetricRow]) -> list[dict[str, object]]:
-    """Flatten rows to point dicts; a later row for the same (step, name) wins."""
+    """Flatten rows to point dicts under canonical metric names (old TRL spellings mapped,
+    text dropped, 'nan'/'inf' strings kept as floats); a later row for a (step, name) wins."""
     merged: dict[tuple[int, str], dict[str, object]] = {}
     for row in rows:
-        for name, raw in row.metrics.items():
-            value = parse_value(raw)
-            if value is not None:
-                merged[(row.step, name)] = _point(run_id, row.step, name, value)
+        for name, value in normalize_row(row.metrics).items():
+            merged[(row.step, name)] = _point(run_id, row.step, name, value)
     return list(merged.values())
 
 

@@ -35,3 +35,5 @@ class Run(Base):
     error: Mapped[str | None] = mapped_column(Text)
     traceback_tail: Mapped[str | None] = mapped_column(Text)
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str | None] = mapped_column(String(16))  # healthy | warning | critical
+    diagnostics_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)

@@ -7,10 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.charts.figures import run_figures
+from app.charts.figures import marks_by_panel, run_figures
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.health.api import sort_findings
+from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
 from app.runs.api import run_or_404
@@ -86,7 +88,9 @@ def _run_context(db: SessionDep, run: Run) -> dict[str, Any]:
 def _charts_context(db: SessionDep, run: Run) -> dict[str, Any]:
     limit = get_settings().chart_max_points
     series = {n: downsample(s, limit) for n, s in load_series(db, run.id).items()}
-    return {**_run_context(db, run), "charts": run_figures(series)}
+    findings = sort_findings(findings_for(db, run.id))
+    marks = marks_by_panel([f.to_dict() for f in findings if f.active])
+    return {**_run_context(db, run), "charts": run_figures(series, marks), "findings": findings}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -1,0 +1,47 @@
+"""Reward collapse: the reward falls well below the best level it reached and stays there."""
+
+from __future__ import annotations
+
+import math
+
+from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.model import Finding
+from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
+from app.diagnostics.view import View
+
+METRIC = "reward"
+MIN_PTS = 10
+MIN_STEPS = 30
+DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of a smoothed point
+LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
+STAY_FRAC = 0.8  # 80% of recent points sit below the midpoint between best and now
+
+ACTIONS = ["Find the step where it turned and inspect the rollouts around it",
+           "Lower the learning rate; raise beta", "Resume from the best checkpoint",
+           "Check for reward hacking or entropy collapse at the same steps"]
+
+
+def detect(view: View) -> list[Finding]:
+    s = view.series(METRIC)
+    if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
+        return []
+    k = max(3, (len(s) // 10) | 1)
+    smooth = rolling_median(s.values, k)
+    ib = int(smooth.argmax())
+    best, best_step = float(smooth[ib]), int(round(s.steps[ib]))
+    rec, base = recent(s, 0.15), med(early(s))
+    now = med(rec)
+    sigma = (noise_sigma(s.values) or 1e-12) * math.sqrt(1.57 / k)  # sd of a k-point median
+    drop, gained = best - now, best - min(base, now)
+    if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
+            or drop < LOST_GAIN_FRAC * gained or (rec < best - drop / 2).mean() < STAY_FRAC):
+        return []
+    severity = "critical" if now <= base else "warning"
+    return [Finding(
+        category="reward_collapse", severity=severity, first_step=best_step, last_step=s.last,
+        summary=(f"Reward fell from its best level {best:.3g} (step {best_step}) to {now:.3g} "
+                 "and stays there" + (", below where it started." if now <= base else ".")),
+        evidence={"best_reward": r3(best), "best_step": best_step, "recent_reward": r3(now),
+                  "early_reward": r3(base), "drop_in_noise_sigmas": r3(drop / sigma),
+                  "expected_drop_sigmas_below": DROP_SIGMA},
+        actions=ACTIONS, metric=METRIC)]

@@ -1,0 +1,55 @@
+"""Entropy collapse (far below its early baseline, staying there) and entropy blow-up."""
+
+from __future__ import annotations
+
+from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.model import Finding
+from app.diagnostics.stats import med, r3, run_start
+from app.diagnostics.view import View
+
+METRIC = "entropy"
+MIN_PTS = 6
+MIN_STEPS = 20
+COLLAPSE_RATIO = 0.3  # recent below 30% of baseline: sampling is nearly deterministic
+COLLAPSE_STAY = 0.5  # ... and every recent point stays below half the baseline
+COLLAPSE_CRITICAL = 0.1
+BLOWUP_RATIO = 2.0  # doubled entropy ...
+BLOWUP_ABS = 1.0  # ... by at least a nat per token (small entropies double harmlessly)
+BLOWUP_CRITICAL = 4.0
+
+COLLAPSE_ACTIONS = ["Inspect rollouts for repetition or a degenerate template (reward hacking?)",
+                    "Lower the learning rate", "Raise beta (KL penalty) or add an entropy bonus"]
+BLOWUP_ACTIONS = ["Lower the learning rate", "Check clip ratios (epsilon) and beta",
+                  "Inspect rollouts for gibberish; check sampling temperature"]
+
+
+def detect(view: View) -> list[Finding]:
+    s = view.series(METRIC)
+    if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
+        return []
+    base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
+    if base <= 0:
+        return []
+    ratio = now / base
+    ev = {"early_entropy": r3(base), "recent_entropy": r3(now), "ratio_to_early": r3(ratio)}
+    if ratio <= COLLAPSE_RATIO and tail_vals.max() < COLLAPSE_STAY * base:
+        start = run_start(s.steps, s.values < COLLAPSE_STAY * base) or s.first
+        return [Finding(
+            category="entropy_collapse",
+            severity="critical" if ratio <= COLLAPSE_CRITICAL else "warning",
+            first_step=start, last_step=s.last,
+            summary=(f"Entropy fell to {ratio:.0%} of its early level ({base:.3g} -> {now:.3g}) "
+                     f"and stays there since step {start}: the policy stopped exploring."),
+            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
+            actions=COLLAPSE_ACTIONS, metric=METRIC)]
+    if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > 1.5 * base:
+        start = run_start(s.steps, s.values > 1.5 * base) or s.first
+        return [Finding(
+            category="entropy_blowup",
+            severity="critical" if ratio >= BLOWUP_CRITICAL else "warning",
+            first_step=start, last_step=s.last,
+            summary=(f"Entropy rose {ratio:.1f}x above its early level ({base:.3g} -> "
+                     f"{now:.3g}): completions are becoming random."),
+            evidence={**ev, "expected_ratio_below": BLOWUP_RATIO},
+            actions=BLOWUP_ACTIONS, metric=METRIC)]
+    return []

@@ -1,0 +1,85 @@
+"""KL to the reference: sustained blow-up, isolated spikes, and a constant offset from step 1.
+
+Categories: ``kl_blowup`` (sustained growth), ``kl_spike`` (isolated spikes, kept out of the
+level series by the history), ``kl_offset`` (KL already high at the first steps and flat:
+a policy/reference mismatch, not drift; info only). KL missing or always 0 (beta = 0) gives
+nothing.
+"""
+
+from __future__ import annotations
+
+from app.diagnostics.detectors.common import early, recent, trend
+from app.diagnostics.history import ISOLATED_MAX_ROWS
+from app.diagnostics.model import Finding
+from app.diagnostics.stats import med, r3, run_start
+from app.diagnostics.view import View
+
+METRIC = "kl"
+MIN_PTS = 6
+GROWTH = 10.0  # recent level an order of magnitude above the early level ...
+FLOOR = 1e-3  # ... where the early level counts as at least this (KL starts at ~0 by design)
+WARN_ABS = 0.5  # per-token KL below this is ordinary drift for GRPO fine-tuning
+CRITICAL_ABS = 5.0  # far from the reference: outputs likely degenerate
+SPIKE_WARN_COUNT = 3  # one or two isolated spikes happen in healthy runs; repeated ones don't
+OFFSET_ABS = 0.3  # KL this high at the very first steps cannot be drift
+OFFSET_BAND = (0.5, 2.0)  # ... and it stays within this factor of its start
+
+BLOWUP_ACTIONS = ["Raise beta (KL penalty)", "Lower the learning rate",
+                  "Check clip ratios (clip_ratio/*) and epsilon",
+                  "Inspect rollouts for reward hacking"]
+SPIKE_ACTIONS = ["Check grad_norm and the learning rate around the spike steps",
+                 "Consider gradient clipping (max_grad_norm) or a lower learning rate",
+                 "Inspect the rollouts logged at those steps"]
+OFFSET_ACTIONS = ["Check the reference model is the same checkpoint/adapter as the starting "
+                  "policy (e.g. a stage-2 run whose reference is the base model)"]
+
+
+def detect(view: View) -> list[Finding]:
+    s, h = view.series(METRIC), view.hist(METRIC)
+    if h is None or not h.gmax:  # missing, or logged as 0 throughout (beta = 0)
+        return []
+    out = _spikes(view)
+    if s is None or len(s) < MIN_PTS:
+        return out
+    base, now = med(early(s)), med(recent(s))
+    start3 = med(s.values[:3])
+    rho, crit = trend(s)
+    ev = {"early_kl": r3(base), "recent_kl": r3(now)}
+    if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rho >= crit:
+        start = run_start(s.steps, s.values >= max(WARN_ABS / 2, GROWTH / 2 * max(base, FLOOR)))
+        out.append(Finding(
+            category="kl_blowup", severity="critical" if now >= CRITICAL_ABS else "warning",
+            first_step=start or s.first, last_step=s.last,
+            summary=(f"KL to the reference grew from {base:.3g} to {now:.3g} and keeps rising: "
+                     "the policy is drifting far from the reference."),
+            evidence={**ev, "growth_factor": r3(now / max(base, FLOOR)), "rank_trend_rho": r3(rho),
+                      "expected_below": WARN_ABS},
+            actions=BLOWUP_ACTIONS, metric=METRIC))
+    elif start3 >= OFFSET_ABS and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]:
+        out.append(Finding(
+            category="kl_offset", severity="info", first_step=s.first, last_step=s.last,
+            summary=(f"KL is already {start3:.3g} at the first steps and stays near it "
+                     f"({now:.3g} recently): likely a policy/reference mismatch, not drift."),
+            evidence={**ev, "first_points_kl": r3(start3), "expected_at_start_below": OFFSET_ABS},
+            actions=OFFSET_ACTIONS, metric=METRIC))
+    return out
+
+
+def _spikes(view: View) -> list[Finding]:
+    h = view.hist(METRIC)
+    eps = [e for e in h.all_episodes() if e[2] <= ISOLATED_MAX_ROWS]
+    n = len(eps) + h.n_isolated_closed
+    if n == 0:
+        return []
+    s = view.series(METRIC)
+    typical = med(s.values) if s is not None else float("nan")
+    top = sorted(eps, key=lambda e: -e[3])[:5]
+    return [Finding(
+        category="kl_spike", severity="warning" if n >= SPIKE_WARN_COUNT else "info",
+        first_step=eps[0][0] if eps else h.first_step, last_step=eps[-1][1] if eps else h.last_step,
+        summary=(f"{n} isolated KL spike{'s' if n > 1 else ''} (up to {top[0][3]:.3g} at step "
+                 f"{top[0][4]}) against a typical {typical:.3g}"
+                 + (": repeated instability." if n >= SPIKE_WARN_COUNT else "; the level recovered.")),
+        evidence={"spike_count": n, "largest_spikes": [[int(e[4]), r3(e[3])] for e in top],
+                  "typical_kl": r3(typical), "warning_from_count": SPIKE_WARN_COUNT},
+        actions=SPIKE_ACTIONS, metric=METRIC)]

@@ -1,0 +1,101 @@
+"""Completion length: explosion/truncation (nothing terminates) and collapse (nothing left)."""
+
+from __future__ import annotations
+
+from app.diagnostics.detectors.common import early, improving, recent, task_reward, trend
+from app.diagnostics.model import Finding
+from app.diagnostics.stats import med, r3, rolling_median, run_start
+from app.diagnostics.view import View
+
+LENGTH = "completions/mean_length"
+CLIPPED = "completions/clipped_ratio"
+MIN_PTS = 4
+MIN_STEPS = 10
+TRUNC_WARN = 0.5  # most completions hit max_completion_length: most rewards score cut text
+TRUNC_CRITICAL = 0.95
+CAP_NEAR = 0.9  # mean length within 10% of the cap (when no clipped_ratio is logged)
+GROWTH = 2.0  # mean length doubled since the early steps, with a significant upward trend
+GROWTH_CAP_WARN = 0.7  # ... and already past 70% of the cap -> warning even if reward rises
+COLLAPSE_RATIO = 0.2  # below a fifth of the early length ...
+COLLAPSE_STAY = 0.35  # ... and never back above 35% of it recently
+COLLAPSE_CRITICAL_TOKENS = 8.0  # almost nothing left to score
+
+EXPLOSION_ACTIONS = ["Raise max_completion_length if answers legitimately need more room",
+                     "Add a length penalty or reward termination",
+                     "Check the EOS token / chat template so completions can stop"]
+COLLAPSE_ACTIONS = ["Inspect rollouts: are completions empty or a bare token?",
+                    "Check for a reward that favours short output (length hacking)",
+                    "Lower the learning rate"]
+
+
+def detect(view: View) -> list[Finding]:
+    return _truncation(view) + _growth_and_collapse(view)
+
+
+def _truncation(view: View) -> list[Finding]:
+    c, cap = view.series(CLIPPED), view.context.max_completion_length
+    if c is not None and len(c) >= MIN_PTS and c.span >= MIN_STEPS:
+        now = med(recent(c, 0.25))
+        if now < TRUNC_WARN:
+            return []
+        smooth = rolling_median(c.values, 3)
+        start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
+        return [Finding(
+            category="length_explosion",
+            severity="critical" if now >= TRUNC_CRITICAL else "warning",
+            first_step=start, last_step=c.last,
+            summary=(f"{now:.0%} of completions are truncated at max_completion_length since "
+                     f"step {start}: they do not terminate, so rewards score cut-off text."),
+            evidence={"clipped_ratio_median": r3(now), "expected_below": TRUNC_WARN,
+                      "max_completion_length": cap},
+            actions=EXPLOSION_ACTIONS, metric=CLIPPED)]
+    s = view.series(LENGTH)
+    if cap and s is not None and len(s) >= MIN_PTS and med(recent(s)) >= CAP_NEAR * cap:
+        now = med(recent(s))
+        return [Finding(
+            category="length_explosion", severity="warning", first_step=s.first,
+            last_step=s.last,
+            summary=(f"Mean completion length {now:.0f} is at {now / cap:.0%} of "
+                     f"max_completion_length ({cap}): completions run into the cap."),
+            evidence={"recent_mean_length": r3(now), "max_completion_length": cap,
+                      "expected_below": CAP_NEAR * cap},
+            actions=EXPLOSION_ACTIONS, metric=LENGTH)]
+    return []
+
+
+def _growth_and_collapse(view: View) -> list[Finding]:
+    s = view.series(LENGTH)
+    if s is None or len(s) < 6 or s.span < MIN_STEPS:
+        return []
+    base, now = med(early(s)), med(recent(s))
+    if base <= 0:
+        return []
+    ratio, cap = now / base, view.context.max_completion_length
+    rising_reward = improving(task_reward(view))
+    ev = {"early_mean_length": r3(base), "recent_mean_length": r3(now),
+          "ratio_to_early": r3(ratio), "reward_improving": rising_reward}
+    rho, crit = trend(s)
+    if ratio >= GROWTH and rho >= crit:
+        near_cap = bool(cap) and now >= GROWTH_CAP_WARN * cap
+        severity = "warning" if near_cap or not rising_reward else "info"
+        start = run_start(s.steps, s.values >= (1 + (GROWTH - 1) / 2) * base) or s.first
+        return [Finding(
+            category="length_explosion", severity=severity, first_step=start, last_step=s.last,
+            summary=(f"Mean completion length grew {ratio:.1f}x ({base:.0f} -> {now:.0f})"
+                     + (" while the reward is not improving." if not rising_reward
+                        else " alongside a rising reward.")),
+            evidence={**ev, "expected_ratio_below": GROWTH, "max_completion_length": cap},
+            actions=EXPLOSION_ACTIONS, metric=LENGTH)]
+    if ratio <= COLLAPSE_RATIO and recent(s).max() <= COLLAPSE_STAY * base:
+        severity = ("critical" if now <= COLLAPSE_CRITICAL_TOKENS
+                    else "info" if rising_reward else "warning")
+        start = run_start(s.steps, s.values <= COLLAPSE_STAY * base) or s.first
+        return [Finding(
+            category="length_collapse", severity=severity, first_step=start, last_step=s.last,
+            summary=(f"Completions shrank to {ratio:.0%} of their early length "
+                     f"({base:.0f} -> {now:.0f})"
+                     + ("; the reward still rises, so this may be benign." if rising_reward
+                        and severity == "info" else ".")),
+            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
+            actions=COLLAPSE_ACTIONS, metric=LENGTH)]
+    return []

@@ -1,0 +1,34 @@
+"""Human (text) and machine (JSON) renderings of a Diagnosis, for the CLI and the API."""
+
+from __future__ import annotations
+
+import json
+
+from app.diagnostics.model import Diagnosis
+
+_MARK = {"info": "i", "warning": "!", "critical": "!!"}
+
+
+def to_json_dict(diagnosis: Diagnosis) -> dict:
+    """``{"verdict", "findings": [{category, severity, first_step, last_step, summary,
+    evidence, actions, metric}]}``, JSON-safe (no NaN)."""
+    return diagnosis.to_dict()
+
+
+def format_text(diagnosis: Diagnosis) -> str:
+    """Verdict line, then one block per finding (severity, category, steps, summary,
+    evidence, actions)."""
+    lines = [f"Verdict: {diagnosis.verdict.upper()} ({len(diagnosis.findings)} finding"
+             f"{'' if len(diagnosis.findings) == 1 else 's'})"]
+    for f in diagnosis.findings:
+        steps = f"step {f.first_step}" if f.first_step == f.last_step else \
+            f"steps {f.first_step}-{f.last_step}"
+        lines += ["", f"[{_MARK[f.severity]}] {f.severity.upper()} {f.category} ({steps})"
+                      + (f" on {f.metric}" if f.metric else ""),
+                  f"    {f.summary}"]
+        if f.evidence:
+            ev = json.dumps(f.to_dict()["evidence"], sort_keys=True)
+            lines.append(f"    evidence: {ev}")
+        for a in f.actions:
+            lines.append(f"    - {a}")
+    return "\n".join(lines)

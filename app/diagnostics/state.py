@@ -1,0 +1,186 @@
+"""Incremental diagnostics: ``DiagnosticsState`` ingests metric batches and re-diagnoses.
+
+Design (why it is cheap per batch and JSON-storable):
+  * each tracked metric keeps a bounded, step-bucketed history (see ``history.py``): early
+    baselines, the running best and recent windows all come from it; cost per update depends
+    on the batch size and ``MAX_BUCKETS``, never on the run length;
+  * events that must never be forgotten (NaN/inf, spikes, dead components via min/max) are
+    accumulated separately;
+  * detectors are pure functions of that state, so one-shot ``diagnose(rows)`` and many small
+    ``update`` calls see the same data;
+  * findings persist by construction: a condition in the history keeps being reported. A
+    finding's ``first_step`` is kept from earlier updates while it stays present; if a
+    condition resolves, its detector stops reporting it (or reports it as info, e.g. a
+    transient hacking episode), so the verdict reflects the current state.
+Rows must arrive sorted by step; a step already seen for a metric is ignored (idempotent
+re-sends).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from app.diagnostics.detectors import DETECTORS
+from app.diagnostics.history import MetricHistory
+from app.diagnostics.model import Diagnosis, Finding, RunContext
+from app.diagnostics.view import View
+from app.metrics.names import canonical_name, to_float
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+TRACKED = frozenset({"reward", "reward_std", "frac_reward_zero_std", "entropy", "kl",
+                     "completions/mean_length", "completions/clipped_ratio",
+                     "completions/mean_terminated_length", "grad_norm", "loss", "step_time",
+                     "eval_reward"})
+MAX_COMPONENTS = 16  # bound the state even if a run logs many reward functions
+
+_tracked_cache: dict[str, str | None] = {}
+
+
+def _tracked(key: str) -> str | None:
+    """Canonical name if the diagnostics track this key, else None (cached per key)."""
+    if key not in _tracked_cache:
+        name = canonical_name(key)
+        ok = name in TRACKED or (name.startswith(("rewards/", "eval_rewards/"))
+                                 and name.endswith("/mean"))
+        _tracked_cache[key] = name if ok else None
+    return _tracked_cache[key]
+
+
+def _plan(keys: tuple) -> tuple[tuple[str, str], ...]:
+    """(key, canonical name) pairs to read from rows with this key set; when an old and a
+    new spelling are both present, only the new one is read."""
+    named = [(k, _tracked(k)) for k in keys if isinstance(k, str)]
+    named = [(k, n) for k, n in named if n is not None]
+    new = {n for k, n in named if k == n}
+    return tuple((k, n) for k, n in named if k == n or n not in new)
+
+
+def _values(raw: list) -> tuple[np.ndarray, np.ndarray]:
+    """(values, ok mask): fast path when everything converts; else value by value."""
+    try:
+        v = np.asarray(raw, dtype=float)
+        return v, np.ones(len(v), bool)
+    except (TypeError, ValueError):
+        conv = [to_float(x) for x in raw]
+        ok = np.array([c is not None for c in conv], bool)
+        return np.array([c if c is not None else 0.0 for c in conv], float), ok
+
+
+def _columns(rows: list[tuple[int, dict]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-metric (steps, values) arrays from rows, canonical names; new spellings win.
+
+    Rows from one run share a key set, so the name mapping is planned once per key set and
+    consecutive rows with the same plan are converted column-wise (the one-shot cost for
+    long runs). A step repeated within the batch keeps its last value.
+    """
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    plans: dict[tuple, tuple] = {}
+    i, n = 0, len(rows)
+    while i < n:
+        ks = tuple(rows[i][1])
+        plan = plans.get(ks)
+        if plan is None:
+            plan = plans[ks] = _plan(ks)
+        j = i + 1
+        while j < n and tuple(rows[j][1]) == ks:
+            j += 1
+        seg = rows[i:j]
+        steps = np.fromiter((s for s, _ in seg), dtype=np.int64, count=len(seg))
+        for key, name in plan:
+            vals, ok = _values([m[key] for _, m in seg])
+            parts.setdefault(name, []).append((steps[ok], vals[ok]))
+        i = j
+    cols = {}
+    for name, pieces in parts.items():
+        st = np.concatenate([p[0] for p in pieces]) if len(pieces) > 1 else pieces[0][0]
+        va = np.concatenate([p[1] for p in pieces]) if len(pieces) > 1 else pieces[0][1]
+        if len(pieces) > 1:
+            order = np.argsort(st, kind="stable")
+            st, va = st[order], va[order]
+        if len(st) > 1 and (st[1:] == st[:-1]).any():
+            keep = np.append(st[1:] != st[:-1], True)
+            st, va = st[keep], va[keep]
+        cols[name] = (st, va)
+    return cols
+
+
+class DiagnosticsState:
+    """Everything needed to re-diagnose a run after each metric batch; JSON round-trips."""
+
+    def __init__(self, context: RunContext | None = None) -> None:
+        self.context = context or RunContext()
+        self.metrics: dict[str, MetricHistory] = {}
+        self.first_seen: dict[str, int] = {}  # finding key -> first_step while present
+        self.diagnosis = Diagnosis("healthy", [])
+
+    @classmethod
+    def new(cls, context: RunContext | None = None) -> "DiagnosticsState":
+        return cls(context)
+
+    def update(self, rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:
+        """Ingest rows (sorted by step; re-sent steps ignored) and return the diagnosis.
+
+        ``rows=[]`` with a fresh ``context`` (``now``) re-checks time-based findings (lost).
+        """
+        if context is not None:
+            self.context = context
+        for name, (steps, values) in _columns(rows).items():
+            h = self.metrics.get(name)
+            if h is None:
+                if name.startswith(("rewards/", "eval_rewards/")) and sum(
+                        n.startswith(name.split("/")[0]) for n in self.metrics) >= MAX_COMPONENTS:
+                    continue
+                h = self.metrics[name] = MetricHistory()
+            h.add(name, steps, values)
+        self.diagnosis = self._diagnose()
+        return self.diagnosis
+
+    def _diagnose(self) -> Diagnosis:
+        view = View(self.metrics, self.context)
+        findings: list[Finding] = []
+        for detect in DETECTORS:
+            try:
+                findings.extend(detect(view))
+            except Exception:  # a detector bug must not take down the metrics pipeline
+                log.exception("diagnostics detector %s failed", detect.__module__)
+        findings = _suppress_redundant(findings)
+        seen: dict[str, int] = {}
+        for f in findings:
+            key = f"{f.category}|{f.metric}"
+            if key in self.first_seen:
+                f.first_step = min(f.first_step, self.first_seen[key])
+            seen[key] = f.first_step
+        self.first_seen = seen
+        return Diagnosis.from_findings(findings)
+
+    def to_json(self) -> dict:
+        return {"version": STATE_VERSION, "context": self.context.to_dict(),
+                "metrics": {k: h.to_json() for k, h in self.metrics.items()},
+                "first_seen": dict(self.first_seen), "diagnosis": self.diagnosis.to_dict()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DiagnosticsState":
+        if d.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported diagnostics state version {d.get('version')!r}")
+        st = cls(RunContext.from_dict(d.get("context")))
+        st.metrics = {k: MetricHistory.from_json(v) for k, v in d.get("metrics", {}).items()}
+        st.first_seen = {k: int(v) for k, v in d.get("first_seen", {}).items()}
+        diag = d.get("diagnosis") or {"verdict": "healthy", "findings": []}
+        st.diagnosis = Diagnosis(diag["verdict"], [Finding.from_dict(f) for f in diag["findings"]])
+        return st
+
+
+def _suppress_redundant(findings: list[Finding]) -> list[Finding]:
+    """A saturated run (zero spread, all groups pass) cannot trend upward: drop 'stalled'."""
+    too_easy = any(f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy"
+                   for f in findings)
+    return [f for f in findings if not (too_easy and f.category == "stalled")]
+
+
+def diagnose(rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:
+    """One-shot diagnosis of a whole run (same code path as incremental updates)."""
+    return DiagnosticsState.new(context).update(rows)

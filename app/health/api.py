@@ -1,0 +1,30 @@
+"""GET /api/runs/{id}/findings: the run's verdict and findings as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import APIRouter
+
+from app.core.db import SessionDep
+from app.health.models import FindingRecord
+from app.health.service import findings_for
+from app.runs.api import run_or_404
+
+router = APIRouter(prefix="/api/runs", tags=["findings"])
+
+
+@router.get("/{run_id}/findings")
+def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dict[str, Any]:
+    """Active findings, worst first; `include_resolved` adds ones that no longer hold."""
+    run = run_or_404(db, run_id)
+    records = findings_for(db, run_id, active_only=not include_resolved)
+    return {"run_id": run.id, "verdict": run.verdict or "healthy",
+            "findings": [r.to_dict() for r in sort_findings(records)]}
+
+
+def sort_findings(records: Sequence[FindingRecord]) -> list[FindingRecord]:
+    """Active before resolved, then critical, warning, info, then by first step."""
+    order = {"critical": 0, "warning": 1, "info": 2}
+    return sorted(records, key=lambda r: (not r.active, order.get(r.severity, 3), r.first_step))

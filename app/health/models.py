@@ -1,0 +1,41 @@
+"""Stored findings of a run: one row per (category, metric), kept after it resolves."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint, func
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.core.db import Base
+
+
+class FindingRecord(Base):
+    __tablename__ = "findings"
+    __table_args__ = (UniqueConstraint("run_id", "category", "metric_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    category: Mapped[str] = mapped_column(String(40))
+    metric_key: Mapped[str] = mapped_column(String(200), default="")  # "" when run-wide
+    severity: Mapped[str] = mapped_column(String(10))
+    first_step: Mapped[int] = mapped_column(Integer)
+    last_step: Mapped[int] = mapped_column(Integer)
+    summary: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[dict[str, Any]] = mapped_column(JSON)
+    actions: Mapped[list[str]] = mapped_column(JSON)
+    active: Mapped[bool] = mapped_column(default=True)
+    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    @property
+    def metric(self) -> str | None:
+        return self.metric_key or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "severity": self.severity,
+                "first_step": self.first_step, "last_step": self.last_step,
+                "summary": self.summary, "evidence": self.evidence, "actions": self.actions,
+                "metric": self.metric, "active": self.active}
