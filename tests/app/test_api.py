@@ -4,33 +4,9 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from fastapi.testclient import TestClient
 
-from app.core.db import get_sessionmaker
-from app.runs import service
-from app.runs.spec import RunSpec
-
-SPEC = {"name": "api-run", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
-        "rewards": [{"name": "length_target", "weight": 1.0, "params": {"target": 20}}],
-        "num_generations": 4, "max_steps": 5}
-
-
-@pytest.fixture
-def client(app_db: str) -> TestClient:
-    from app.main import create_app
-
-    return TestClient(create_app())
-
-
-def running_run(client: TestClient) -> tuple[int, dict[str, str]]:
-    with get_sessionmaker()() as db:
-        run, token = service.create_run(db, spec=RunSpec.model_validate(SPEC))
-        db.commit()
-    headers = {"Authorization": f"Bearer {token}"}
-    assert client.post(f"/api/runs/{run.id}/started", json={"pid": 1}, headers=headers).status_code == 200
-    return run.id, headers
-
+from tests.app.conftest import SPEC, running_run
 
 def test_launch_validates_and_queues(client: TestClient) -> None:
     response = client.post("/api/runs", json=SPEC)
