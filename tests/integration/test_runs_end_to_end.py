@@ -66,3 +66,15 @@ def test_cancel_while_queued_never_trains(stack: Stack) -> None:
     stack.wait_for(blocker, {"cancelled", "failed", "succeeded"}, timeout=120)
     run = stack.wait_for(queued, {"cancelled"})
     assert run["started_at"] is None and run["step"] == 0
+
+
+def test_a_constant_reward_is_diagnosed_as_zero_spread(stack: Stack) -> None:
+    run_id = stack.launch(name="it-constant", max_steps=24, **TINY,
+                          rewards=[{"name": "constant", "params": {"value": 0.0}}])
+    run = stack.wait_for(run_id, {"succeeded", "failed", "cancelled"})
+    assert run["status"] == "succeeded", run
+    body = httpx.get(f"{stack.url}/api/runs/{run_id}/findings", timeout=10).json()
+    categories = {f["category"] for f in body["findings"]}
+    assert categories & {"zero_reward_spread", "stalled"}, body
+    assert "dead_reward_component" in categories
+    assert body["verdict"] in ("warning", "critical")
