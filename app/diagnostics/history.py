@@ -76,10 +76,9 @@ class MetricHistory:
         self.gmin = lo if self.gmin is None else min(self.gmin, lo)
         self.gmax = hi if self.gmax is None else max(self.gmax, hi)
         if name in SPIKE_METRICS:
-            for i in range(0, len(values), CHUNK):
-                s, v = steps[i:i + CHUNK], values[i:i + CHUNK]
-                ok = self._judge_spikes(s, v)
-                self._bucket(s[ok], v[ok])
+            ok = np.concatenate([self._judge_spikes(steps[i:i + CHUNK], values[i:i + CHUNK])
+                                 for i in range(0, len(values), CHUNK)])
+            self._bucket(steps[ok], values[ok])
         else:
             self._bucket(steps, values)
 
@@ -103,15 +102,18 @@ class MetricHistory:
         if len(idx) == 0:
             self._close_episode()
             return ~elevated
+        keep = ~elevated
         prev = -1
         for i in idx:  # elevated points are rare: a Python loop over them is cheap
             if i != prev + 1:
                 self._close_episode()
             self._extend_episode(int(steps[i]), float(values[i]))
+            if self.open_ep is not None and self.open_ep[2] > ISOLATED_MAX_ROWS:
+                keep[i] = True  # a sustained episode is a level shift: the level series needs it
             prev = i
         if prev != len(values) - 1:
             self._close_episode()
-        return ~elevated
+        return keep
 
     def _extend_episode(self, step: int, value: float) -> None:
         ep = self.open_ep
@@ -137,6 +139,7 @@ class MetricHistory:
     def _bucket(self, steps: np.ndarray, values: np.ndarray) -> None:
         if len(steps) == 0:
             return
+        self._widen_for(steps)
         keys = np.concatenate([self.keys, steps // self.width])
         self._reduce(keys,
                      np.concatenate([self.vsum, values]), np.concatenate([self.ssum, steps]),
@@ -145,6 +148,23 @@ class MetricHistory:
         while len(self.keys) > MAX_BUCKETS:
             self.width *= 2
             self._reduce(self.keys // 2, self.vsum, self.ssum, self.cnt, self.vmin, self.vmax)
+
+    def _widen_for(self, steps: np.ndarray) -> None:
+        """Pick the final width before reducing a large batch (one-shot imports): the same
+        width repeated doubling would reach, without reducing 100k points ten times."""
+        if len(steps) <= MAX_BUCKETS:
+            return
+        w, lo = self.width, self.keys * self.width
+        while True:
+            k = np.concatenate([lo // w, steps // w])
+            if 1 + int(np.count_nonzero(k[1:] != k[:-1])) <= MAX_BUCKETS:
+                break
+            w *= 2
+        if w != self.width:
+            factor, self.width = w // self.width, w
+            if len(self.keys):
+                self._reduce(self.keys // factor, self.vsum, self.ssum, self.cnt, self.vmin,
+                             self.vmax)
 
     def _reduce(self, keys, vsum, ssum, cnt, vmin, vmax) -> None:
         """Merge entries with equal keys; keys are sorted (steps arrive in order)."""
@@ -177,7 +197,7 @@ class MetricHistory:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "MetricHistory":
+    def from_json(cls, d: dict) -> MetricHistory:
         h = cls()
         for k, v in d.items():
             if k == "keys":

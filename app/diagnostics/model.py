@@ -56,7 +56,7 @@ class Finding:
         return json_safe(asdict(self))  # type: ignore[return-value]
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Finding":
+    def from_dict(cls, d: dict) -> Finding:
         return cls(**{k: d[k] for k in ("category", "severity", "first_step", "last_step",
                                          "summary", "evidence", "actions", "metric")})
 
@@ -69,7 +69,7 @@ class Diagnosis:
     findings: list[Finding]
 
     @classmethod
-    def from_findings(cls, findings: list[Finding]) -> "Diagnosis":
+    def from_findings(cls, findings: list[Finding]) -> Diagnosis:
         ordered = sorted(findings, key=lambda f: (-severity_rank(f.severity), f.first_step,
                                                   f.category))
         worst = max((severity_rank(f.severity) for f in findings), default=0)
@@ -104,6 +104,6 @@ class RunContext:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> "RunContext":
+    def from_dict(cls, d: dict | None) -> RunContext:
         d = d or {}
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})

@@ -18,8 +18,8 @@ def to_json_dict(diagnosis: Diagnosis) -> dict:
 def format_text(diagnosis: Diagnosis) -> str:
     """Verdict line, then one block per finding (severity, category, steps, summary,
     evidence, actions)."""
-    lines = [f"Verdict: {diagnosis.verdict.upper()} ({len(diagnosis.findings)} finding"
-             f"{'' if len(diagnosis.findings) == 1 else 's'})"]
+    lines = [(f"Verdict: {diagnosis.verdict.upper()} ({len(diagnosis.findings)} finding"
+             f"{'' if len(diagnosis.findings) == 1 else 's'})")]
     for f in diagnosis.findings:
         steps = f"step {f.first_step}" if f.first_step == f.last_step else \
             f"steps {f.first_step}-{f.last_step}"

@@ -118,7 +118,7 @@ class DiagnosticsState:
         self.diagnosis = Diagnosis("healthy", [])
 
     @classmethod
-    def new(cls, context: RunContext | None = None) -> "DiagnosticsState":
+    def new(cls, context: RunContext | None = None) -> DiagnosticsState:
         return cls(context)
 
     def update(self, rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:
@@ -163,7 +163,7 @@ class DiagnosticsState:
                 "first_seen": dict(self.first_seen), "diagnosis": self.diagnosis.to_dict()}
 
     @classmethod
-    def from_json(cls, d: dict) -> "DiagnosticsState":
+    def from_json(cls, d: dict) -> DiagnosticsState:
         if d.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported diagnostics state version {d.get('version')!r}")
         st = cls(RunContext.from_dict(d.get("context")))

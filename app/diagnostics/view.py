@@ -26,13 +26,13 @@ class Series:
 
     @property
     def first(self) -> int:
-        return int(round(self.steps[0]))
+        return round(self.steps[0])
 
     @property
     def last(self) -> int:
-        return int(round(self.steps[-1]))
+        return round(self.steps[-1])
 
-    def between(self, lo: float, hi: float) -> "Series":
+    def between(self, lo: float, hi: float) -> Series:
         m = (self.steps >= lo) & (self.steps <= hi)
         return Series(self.steps[m], self.values[m])
 

@@ -20,6 +20,7 @@ Step inference, first rule that applies wins (recorded in ``meta['step_inference
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 
 from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
@@ -81,7 +82,7 @@ def _bar_steps(text: str, offsets: list[int]) -> list[int] | None:
             return None
         steps.append(last[1])
         totals.add(last[2])
-    if len(totals) != 1 or any(b <= a for a, b in zip(steps, steps[1:])):
+    if len(totals) != 1 or any(b <= a for a, b in itertools.pairwise(steps)):
         return None
     return steps
 
@@ -93,7 +94,7 @@ def _total_steps(summary: dict | None) -> int | None:
         total = float(summary["train_runtime"]) * float(summary["train_steps_per_second"])
     except (KeyError, TypeError, ValueError):
         return None
-    return int(round(total)) if total >= 1 else None
+    return round(total) if total >= 1 else None
 
 
 def _infer_steps(text: str, rows: list[tuple[int, dict]], summary: dict | None,
@@ -109,8 +110,8 @@ def _infer_steps(text: str, rows: list[tuple[int, dict]], summary: dict | None,
     epochs = [d.get("epoch") for d in dicts]
     if total and all(isinstance(e, (int, float)) for e in epochs):
         final = float(summary.get("epoch") or epochs[-1]) if summary else float(epochs[-1])
-        if final > 0 and all(b > a for a, b in zip(epochs, epochs[1:])):
-            return [max(1, int(round(float(e) / final * total))) for e in epochs], "epoch"
+        if final > 0 and all(b > a for a, b in itertools.pairwise(epochs)):
+            return [max(1, round(float(e) / final * total)) for e in epochs], "epoch"
     interval = logging_steps
     if total and total % len(dicts) == 0:
         interval = total // len(dicts)

@@ -34,7 +34,8 @@ async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadF
             path = Path(tmp) / f"upload{suffix}"
             path.write_bytes(data)
             try:
-                run = import_log(db, path, name.strip() or log.filename or "imported log")
+                run = import_log(db, path, name.strip() or log.filename or "imported log",
+                                 source_name=log.filename)
             except LogFormatError as exc:
                 error = exc.reason
             else:

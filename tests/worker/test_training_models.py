@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -9,6 +12,8 @@ import pytest
 import torch
 
 from worker.training import models
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tiny_random_builds_once_and_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,10 +64,16 @@ def test_concurrent_builds_do_not_corrupt(tmp_path: Path, monkeypatch: pytest.Mo
     models.load_model_and_tokenizer("builtin:tiny-random")
 
 
-def test_unknown_hub_model_fails_with_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(models.ModelLoadError, match="could not load model"):
-        models.load_model_and_tokenizer("nobody-here/definitely-not-a-model")
+def test_unreachable_hub_model_fails_with_clear_message() -> None:
+    # A subprocess, because huggingface_hub reads HF_HUB_OFFLINE at import time (offline it fails
+    # at once instead of retrying the unreachable hub for ~45 s).
+    code = ("from worker.training.models import load_model_and_tokenizer\n"
+            "load_model_and_tokenizer('nobody-here/definitely-not-a-model')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)})
+    assert proc.returncode != 0
+    assert "ModelLoadError: could not load model 'nobody-here/definitely-not-a-model'" in proc.stderr
+    assert "built-ins or a local directory" in proc.stderr
 
 
 def test_local_directory_loads(tmp_path: Path) -> None:

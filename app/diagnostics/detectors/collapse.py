@@ -28,7 +28,7 @@ def detect(view: View) -> list[Finding]:
     k = max(3, (len(s) // 10) | 1)
     smooth = rolling_median(s.values, k)
     ib = int(smooth.argmax())
-    best, best_step = float(smooth[ib]), int(round(s.steps[ib]))
+    best, best_step = float(smooth[ib]), round(s.steps[ib])
     rec, base = recent(s, 0.15), med(early(s))
     now = med(rec)
     sigma = (noise_sigma(s.values) or 1e-12) * math.sqrt(1.57 / k)  # sd of a k-point median

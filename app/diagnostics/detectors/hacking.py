@@ -75,14 +75,14 @@ def detect(view: View) -> list[Finding]:
     persistent = frac == END_FRACS[-1]
     rising = max(ups, key=lambda n: ups[n][2])
     falling = min(downs, key=lambda n: downs[n][2])
-    short = lambda n: n.split("/")[1]  # noqa: E731
-    fmt = lambda m: {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]),  # noqa: E731
+    short = lambda n: n.split("/")[1]
+    fmt = lambda m: {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]),
                      "change": r3(m[2])}
     return [Finding(
         category="reward_hacking", severity="warning" if persistent else "info",
-        first_step=int(first), last_step=int(round(end)),
+        first_step=int(first), last_step=round(end),
         summary=(f"Reward component '{short(rising)}' rises while '{short(falling)}' falls "
-                 f"(steps {int(first)}-{int(round(end))})"
+                 f"(steps {int(first)}-{round(end)})"
                  + (": the policy may be exploiting the rising reward." if persistent else
                     "; the falling component later recovered (mild/transient).")),
         evidence={"rising": {short(n): fmt(m) for n, m in ups.items()},

@@ -30,8 +30,8 @@ BLOWUP_ACTIONS = ["Raise beta (KL penalty)", "Lower the learning rate",
 SPIKE_ACTIONS = ["Check grad_norm and the learning rate around the spike steps",
                  "Consider gradient clipping (max_grad_norm) or a lower learning rate",
                  "Inspect the rollouts logged at those steps"]
-OFFSET_ACTIONS = ["Check the reference model is the same checkpoint/adapter as the starting "
-                  "policy (e.g. a stage-2 run whose reference is the base model)"]
+OFFSET_ACTIONS = [("Check the reference model is the same checkpoint/adapter as the starting "
+                  "policy (e.g. a stage-2 run whose reference is the base model)")]
 
 
 def detect(view: View) -> list[Finding]:

@@ -1,0 +1,71 @@
+"""Diagnose the six real GRPO logs and compare with the README's reading.
+
+Usage: python bench/diagnose_real_logs.py [LOG_DIR]   (default: ../shared/data/real-grpo-logs
+relative to the repo root). Exit code 1 when any file disagrees with its expectation.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.diagnostics import diagnose_file
+
+# file -> (README reading, expected verdict, categories that must be >= warning,
+#          categories that must not be above info)
+EXPECT = {
+    "gemma3_gsm8k.trainer_state.json": (
+        "healthy; two dead format components (info)", "healthy", set(),
+        {"stalled", "kl_blowup", "length_collapse", "reward_hacking"}),
+    "minesweeper_agent.trainer_state.json": (
+        "stalled from ~60; completions at the 128 cap (truncation)", "warning",
+        {"stalled", "length_explosion"}, {"entropy_collapse", "kl_blowup", "kl_spike"}),
+    "qwen7b_gsm8k_saturated.console.log": (
+        "zero reward spread, too easy", "warning", {"zero_reward_spread"},
+        {"entropy_collapse"}),
+    "telelogs_rca.trainer_state.json": (
+        "stalled plateau; kl always 0", "warning", {"stalled"},
+        {"kl_blowup", "kl_spike", "kl_offset"}),
+    "code_reasoner.trainer_state.json": (
+        "kl spikes, length growth, no task gain, mild hacking", "warning",
+        {"kl_spike", "length_explosion"}, {"kl_blowup"}),
+    "wordle_stage2.trainer_state.json": (
+        "stalled; kl ~1 from step 1 (info at most); NO train/test divergence", "warning",
+        {"stalled"}, {"kl_blowup", "kl_offset", "train_test_divergence"}),
+}
+_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def main(argv: list[str]) -> int:
+    log_dir = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared/data/real-grpo-logs"
+    bad = 0
+    for name, (reading, verdict, must, not_above_info) in EXPECT.items():
+        path = log_dir / name
+        if not path.exists():
+            print(f"== {name}: missing in {log_dir}")
+            bad += 1
+            continue
+        d = diagnose_file(path)
+        warned = {f.category for f in d.findings if _RANK[f.severity] >= 1}
+        problems = []
+        if d.verdict != verdict:
+            problems.append(f"verdict {d.verdict} != {verdict}")
+        if must - warned:
+            problems.append(f"missing {sorted(must - warned)}")
+        if warned & not_above_info:
+            problems.append(f"unexpected {sorted(warned & not_above_info)}")
+        print(f"== {name}\n   README: {reading}\n   ours:   {d.verdict.upper()}")
+        for f in d.findings:
+            print(f"     {f.severity:8s} {f.category:22s} steps {f.first_step}-{f.last_step}"
+                  f"  {f.metric or ''}")
+        print(f"   agree:  {'YES' if not problems else 'NO: ' + '; '.join(problems)}")
+        bad += bool(problems)
+    print(f"\n{len(EXPECT) - bad}/{len(EXPECT)} files agree with the README reading")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,86 @@
+"""MetricsReporter against a real HTTP receiver (and a dead port)."""
+
+from __future__ import annotations
+
+import math
+import socket
+
+from transformers import TrainerControl, TrainerState, TrainingArguments
+
+from worker.training.reporting import MetricsReporter, encode_value, rows_from_logs
+
+
+def _state(step: int) -> TrainerState:
+    state = TrainerState()
+    state.global_step = step
+    return state
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_encode_value() -> None:
+    assert encode_value(1) == 1.0 and encode_value(0.5) == 0.5
+    assert encode_value(math.nan) == "nan"
+    assert encode_value(math.inf) == "inf" and encode_value(-math.inf) == "-inf"
+    assert encode_value(None) is None and encode_value("x") is None and encode_value(True) is None
+
+
+def test_eval_logs_become_their_own_row() -> None:
+    rows = rows_from_logs(4, {"loss": 1.0, "eval_reward": 0.5, "eval_loss": math.nan, "note": None})
+    assert rows == [{"step": 4, "metrics": {"loss": 1.0}},
+                    {"step": 4, "metrics": {"eval_reward": 0.5, "eval_loss": "nan"}}]
+    assert rows_from_logs(1, {"note": None}) == []
+
+
+def test_batches_rows_and_sends_token(receiver, tmp_path) -> None:  # noqa: ANN001
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    rep = MetricsReporter(receiver.url, 7, "s3cret", batch_rows=2, flush_seconds=3600)
+    rep.on_log(args, _state(1), control, logs={"loss": 1.0})
+    assert receiver.requests == []
+    rep.on_log(args, _state(2), control, logs={"loss": 2.0})
+    assert len(receiver.requests) == 1
+    req = receiver.requests[0]
+    assert req["path"] == "/api/runs/7/metrics"
+    assert req["headers"]["Authorization"] == "Bearer s3cret"
+    assert req["body"] == {"rows": [{"step": 1, "metrics": {"loss": 1.0}},
+                                    {"step": 2, "metrics": {"loss": 2.0}}]}
+    rep.on_log(args, _state(3), control, logs={"loss": 3.0})
+    rep.on_train_end(args, _state(3), control)  # always flushes what is left
+    assert receiver.rows[-1] == {"step": 3, "metrics": {"loss": 3.0}}
+    assert not control.should_training_stop
+
+
+def test_stop_answer_stops_training_even_from_a_heartbeat(receiver, tmp_path) -> None:  # noqa: ANN001
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    receiver.stop = True
+    rep = MetricsReporter(receiver.url, 1, "t", flush_seconds=0)
+    rep.on_step_end(args, _state(1), control)
+    assert receiver.requests[0]["body"] == {"rows": []}  # heartbeat: empty batch
+    assert control.should_training_stop and rep.stop_requested
+
+
+def test_unreachable_server_keeps_rows_and_never_raises(tmp_path) -> None:  # noqa: ANN001
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    rep = MetricsReporter(_dead_url(), 1, "t", batch_rows=1, flush_seconds=0, attempts=2)
+    rep.on_log(args, _state(1), control, logs={"loss": 1.0})
+    rep.on_step_end(args, _state(2), control)
+    rep.on_log(args, _state(2), control, logs={"loss": 2.0})
+    rep.on_train_end(args, _state(2), control)
+    assert [r["step"] for r in rep._buffer] == [1, 2] and rep.failures >= 1
+    assert not control.should_training_stop
+
+
+def test_rows_buffered_during_an_outage_are_sent_later(receiver, tmp_path) -> None:  # noqa: ANN001
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    receiver.status = 503
+    rep = MetricsReporter(receiver.url, 1, "t", batch_rows=1, flush_seconds=0, attempts=2)
+    rep.on_log(args, _state(1), control, logs={"loss": 1.0})
+    assert len(receiver.requests) == 2 and rep._buffer  # retried, then kept
+    receiver.status = 200
+    assert rep.flush(control, force=True)
+    assert receiver.requests[-1]["body"]["rows"] == [{"step": 1, "metrics": {"loss": 1.0}}]
+    assert rep._buffer == []

@@ -1,0 +1,84 @@
+"""Real GRPO training with the tiny built-in model, reporting to a real HTTP receiver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from worker.training.child import train
+
+ROOT = Path(__file__).resolve().parents[2]
+PER_STEP_METRICS = {
+    "loss", "grad_norm", "learning_rate", "num_tokens", "epoch", "step_time",
+    "reward", "reward_std", "frac_reward_zero_std",
+    "rewards/length_target/mean", "rewards/length_target/std",
+    "completions/mean_length", "completions/min_length", "completions/max_length",
+    "completions/clipped_ratio", "completions/mean_terminated_length",
+    "completions/min_terminated_length", "completions/max_terminated_length",
+    "kl", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
+    "clip_ratio/low_min", "clip_ratio/high_max",
+}
+SPEC = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
+        "rewards": [{"name": "length_target", "params": {"target": 20}}],
+        "max_completion_length": 16, "logging_steps": 1}
+
+
+def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+    train({**SPEC, "max_steps": 3}, 11, receiver.url, "tok-123", str(tmp_path))
+    assert receiver.requests, "nothing was reported"
+    assert {r["path"] for r in receiver.requests} == {"/api/runs/11/metrics"}
+    assert {r["headers"]["Authorization"] for r in receiver.requests} == {"Bearer tok-123"}
+    step_rows = [r for r in receiver.rows if "loss" in r["metrics"]]
+    assert [r["step"] for r in step_rows] == [1, 2, 3]
+    for row in step_rows:
+        assert PER_STEP_METRICS <= set(row["metrics"]), PER_STEP_METRICS - set(row["metrics"])
+        assert row["metrics"]["completions/max_length"] <= 16
+    summary = [r for r in receiver.rows if "train_runtime" in r["metrics"]]
+    assert len(summary) == 1 and summary[0]["step"] == 3
+    assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 4  # local spool of all rows
+
+
+def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+    receiver.stop = True
+    train({**SPEC, "max_steps": 50}, 1, receiver.url, "t", str(tmp_path), batch_rows=1)
+    steps = [r["step"] for r in receiver.rows if "loss" in r["metrics"]]
+    assert steps == [1]  # the answer to the first flush stopped it
+
+
+def test_eval_split_reports_eval_rows(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+    spec = {**SPEC, "dataset": "builtin:arithmetic", "max_steps": 2, "eval_split": "test",
+            "eval_steps": 2, "max_completion_length": 4,
+            "rewards": [{"name": "exact_answer"}, {"name": "length_target", "weight": 0.1}]}
+    train(spec, 2, receiver.url, "t", str(tmp_path))
+    evals = [r for r in receiver.rows if any(k.startswith("eval_") for k in r["metrics"])]
+    assert [r["step"] for r in evals] == [2]
+    assert {"eval_reward", "eval_rewards/exact_answer/mean", "eval_loss"} <= set(evals[0]["metrics"])
+    assert all(k.startswith("eval_") for k in evals[0]["metrics"])
+
+
+def test_child_exits_nonzero_with_traceback_when_a_reward_fails(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**SPEC, "max_steps": 3, "rewards": [{"name": "debug_raise"}]}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "5",
+         "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
+    assert "debug_raise: reward function failed on call 1" in proc.stderr
+
+
+def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**SPEC, "max_steps": 1}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "6",
+         "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [r["step"] for r in receiver.rows if "loss" in r["metrics"]] == [1]
