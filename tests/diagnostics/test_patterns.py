@@ -290,3 +290,15 @@ def test_new_length_name_wins_when_both_present(b):
     c["completion_length"] = 300 + 3000 * (steps / 300)  # old key explodes, new one is sane
     d = diagnose(b.rows_from(steps, **c))
     assert d.verdict == "healthy"
+
+
+def test_kl_sudden_sustained_growth_is_a_blowup_not_a_spike_episode(b):
+    """A flat KL that turns exponential halfway: the long elevated stretch must reach the
+    level series (one-shot import sees it in a single chunk), not hide as a spike episode."""
+    steps = np.arange(1, 201)
+    kl = np.where(steps < 100, 0.02, 0.02 * np.exp((steps - 100) / 15))
+    rows = b.rows_from(steps, kl=kl, reward=0.5 + 0.001 * steps, loss=np.full(200, 0.01))
+    d = diagnose(rows)
+    f = finding(d, "kl_blowup")
+    assert f.severity in ("warning", "critical") and f.first_step >= 100
+    assert "kl_spike" not in cats(d)
