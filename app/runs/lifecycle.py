@@ -9,8 +9,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from sqlalchemy.orm import Session
-
 from app.runs.models import Run
 
 

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from tests.app.conftest import SPEC, running_run
 
+
 def test_launch_validates_and_queues(client: TestClient) -> None:
     response = client.post("/api/runs", json=SPEC)
     assert response.status_code == 201, response.text

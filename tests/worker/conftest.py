@@ -33,7 +33,7 @@ def receiver() -> Iterator[Receiver]:
     rec = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             with rec.lock:
                 rec.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})

@@ -11,7 +11,7 @@ from app.runs.spec import RunSpec
 from worker.training.datasets import drop_long_prompts, load_prompts
 
 
-def _prompts(ds) -> list[str]:  # noqa: ANN001
+def _prompts(ds) -> list[str]:
     return [row["prompt"][0]["content"] for row in ds]
 
 

@@ -36,7 +36,7 @@ def test_eval_logs_become_their_own_row() -> None:
     assert rows_from_logs(1, {"note": None}) == []
 
 
-def test_batches_rows_and_sends_token(receiver, tmp_path) -> None:  # noqa: ANN001
+def test_batches_rows_and_sends_token(receiver, tmp_path) -> None:
     args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
     rep = MetricsReporter(receiver.url, 7, "s3cret", batch_rows=2, flush_seconds=3600)
     rep.on_log(args, _state(1), control, logs={"loss": 1.0})
@@ -54,7 +54,7 @@ def test_batches_rows_and_sends_token(receiver, tmp_path) -> None:  # noqa: ANN0
     assert not control.should_training_stop
 
 
-def test_stop_answer_stops_training_even_from_a_heartbeat(receiver, tmp_path) -> None:  # noqa: ANN001
+def test_stop_answer_stops_training_even_from_a_heartbeat(receiver, tmp_path) -> None:
     args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
     receiver.stop = True
     rep = MetricsReporter(receiver.url, 1, "t", flush_seconds=0)
@@ -63,7 +63,7 @@ def test_stop_answer_stops_training_even_from_a_heartbeat(receiver, tmp_path) ->
     assert control.should_training_stop and rep.stop_requested
 
 
-def test_unreachable_server_keeps_rows_and_never_raises(tmp_path) -> None:  # noqa: ANN001
+def test_unreachable_server_keeps_rows_and_never_raises(tmp_path) -> None:
     args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
     rep = MetricsReporter(_dead_url(), 1, "t", batch_rows=1, flush_seconds=0, attempts=2)
     rep.on_log(args, _state(1), control, logs={"loss": 1.0})
@@ -74,7 +74,7 @@ def test_unreachable_server_keeps_rows_and_never_raises(tmp_path) -> None:  # no
     assert not control.should_training_stop
 
 
-def test_rows_buffered_during_an_outage_are_sent_later(receiver, tmp_path) -> None:  # noqa: ANN001
+def test_rows_buffered_during_an_outage_are_sent_later(receiver, tmp_path) -> None:
     args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
     receiver.status = 503
     rep = MetricsReporter(receiver.url, 1, "t", batch_rows=1, flush_seconds=0, attempts=2)

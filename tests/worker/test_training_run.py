@@ -26,7 +26,7 @@ SPEC = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
         "max_completion_length": 16, "logging_steps": 1}
 
 
-def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:
     train({**SPEC, "max_steps": 3}, 11, receiver.url, "tok-123", str(tmp_path))
     assert receiver.requests, "nothing was reported"
     assert {r["path"] for r in receiver.requests} == {"/api/runs/11/metrics"}
@@ -41,14 +41,14 @@ def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:  # no
     assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 4  # local spool of all rows
 
 
-def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:
     receiver.stop = True
     train({**SPEC, "max_steps": 50}, 1, receiver.url, "t", str(tmp_path), batch_rows=1)
     steps = [r["step"] for r in receiver.rows if "loss" in r["metrics"]]
     assert steps == [1]  # the answer to the first flush stopped it
 
 
-def test_eval_split_reports_eval_rows(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_eval_split_reports_eval_rows(receiver, tmp_path: Path) -> None:
     spec = {**SPEC, "dataset": "builtin:arithmetic", "max_steps": 2, "eval_split": "test",
             "eval_steps": 2, "max_completion_length": 4,
             "rewards": [{"name": "exact_answer"}, {"name": "length_target", "weight": 0.1}]}
@@ -59,26 +59,28 @@ def test_eval_split_reports_eval_rows(receiver, tmp_path: Path) -> None:  # noqa
     assert all(k.startswith("eval_") for k in evals[0]["metrics"])
 
 
-def test_child_exits_nonzero_with_traceback_when_a_reward_fails(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_child_exits_nonzero_with_traceback_when_a_reward_fails(receiver, tmp_path: Path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({**SPEC, "max_steps": 3, "rewards": [{"name": "debug_raise"}]}))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "5",
          "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
     assert "debug_raise: reward function failed on call 1" in proc.stderr
 
 
-def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:  # noqa: ANN001
+def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({**SPEC, "max_steps": 1}))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "6",
          "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [r["step"] for r in receiver.rows if "loss" in r["metrics"]] == [1]

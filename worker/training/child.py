@@ -14,6 +14,8 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,14 +25,27 @@ if TYPE_CHECKING:
 log = logging.getLogger("worker.training")
 
 
-def _offline_if_builtin(spec: RunSpec) -> None:
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+@contextmanager
+def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
     """Built-ins never need the network: fail fast instead of waiting on hub timeouts.
-    Hub ids keep the default (online) so a user's worker can download them."""
+    Hub ids keep the default (online) so a user's worker can download them. The variables only
+    take effect if huggingface_hub is not imported yet (true in the child process); they are
+    restored afterwards so an in-process caller's environment is left as it was."""
     local_data = spec.dataset.startswith("builtin:") or spec.dataset.endswith((".jsonl", ".json"))
+    saved = {k: os.environ.get(k) for k in OFFLINE_VARS}
     if spec.model.startswith("builtin:") and local_data:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
+        os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, token: str,
@@ -42,8 +57,12 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
 
     if not isinstance(spec, RunSpec):
         spec = RunSpec.model_validate(spec)
-    _offline_if_builtin(spec)
+    with _offline_if_builtin(spec):
+        _train(spec, run_id, report_url, token, output_dir, batch_rows, flush_seconds)
 
+
+def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
+           batch_rows: int, flush_seconds: float) -> None:
     from trl import GRPOTrainer
 
     from worker.rewards.registry import REWARDS

@@ -59,6 +59,7 @@ def _build_atomically(target: Path, build: Callable[[Path], None]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         build(tmp)
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is shared by worker processes
         try:
             os.rename(tmp, target)
         except OSError:
@@ -83,7 +84,12 @@ def _tiny_corpus() -> list[str]:
 def _build_tiny_random(out: Path) -> None:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

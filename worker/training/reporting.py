@@ -85,7 +85,7 @@ class MetricsReporter(TrainerCallback):
         self._client = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {token}"})
 
     # -- HTTP -------------------------------------------------------------------------------
-    def _post(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def _post(self, rows: list[dict[str, Any]]) -> Any:
         for attempt in Retrying(stop=stop_after_attempt(self.attempts), reraise=True,
                                 wait=wait_exponential(multiplier=0.5, max=4),
                                 retry=retry_if_exception(_retryable)):
@@ -117,7 +117,7 @@ class MetricsReporter(TrainerCallback):
         self.rows_sent += len(rows)
         self.failures = 0
         self._not_before = 0.0
-        if answer.get("stop"):
+        if isinstance(answer, dict) and answer.get("stop"):
             if not self.stop_requested:
                 log.warning("server asked this run to stop; stopping after this step")
             self.stop_requested = True
