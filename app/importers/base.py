@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.metrics.names import normalize_row
@@ -52,6 +53,23 @@ def merge_rows(pairs: list[tuple[int, dict]]) -> list[Row]:
                  if k not in ("step", "global_step") and k not in SUMMARY_KEYS}
         merged.setdefault(int(step), {}).update(normalize_row(clean))
     return [(s, merged[s]) for s in sorted(merged) if merged[s]]
+
+
+def step_pairs(labelled: Iterable[tuple[str, object]], path: str) -> list[tuple[int, dict]]:
+    """(step, dict) for each per-step entry; summary rows and non-dicts are skipped.
+
+    ``labelled`` yields (where the entry is, e.g. "line 3", entry) so an entry without a step
+    gets an error that says where it is: without a step the series cannot be placed.
+    """
+    pairs = []
+    for label, entry in labelled:
+        if not isinstance(entry, dict) or is_summary_row(entry):
+            continue
+        step = step_of(entry)
+        if step is None:
+            raise LogFormatError(path, f"{label} has no 'step'")
+        pairs.append((step, entry))
+    return pairs
 
 
 def step_of(d: dict) -> int | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
+from app.importers.base import ImportedLog, merge_rows, step_pairs
 
 
 def looks_like(data: object) -> bool:
@@ -12,12 +12,5 @@ def looks_like(data: object) -> bool:
 
 def parse(data: list, path: str) -> ImportedLog:
     """Every non-summary dict must carry a step: without it the series cannot be placed."""
-    pairs = []
-    for i, entry in enumerate(data):
-        if is_summary_row(entry):
-            continue
-        step = step_of(entry)
-        if step is None:
-            raise LogFormatError(path, f"list item {i} has no 'step'")
-        pairs.append((step, entry))
+    pairs = step_pairs(((f"list item {i}", e) for i, e in enumerate(data)), path)
     return ImportedLog(rows=merge_rows(pairs), source_format="json_list", meta={})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
-from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
+from app.importers.base import ImportedLog, LogFormatError, merge_rows, step_pairs
 
 
 def looks_like(text: str) -> bool:
@@ -18,21 +19,19 @@ def looks_like(text: str) -> bool:
     return False
 
 
-def parse(text: str, path: str) -> ImportedLog:
-    """Blank lines are skipped; a malformed line is an error (a truncated last line is not)."""
+def _entries(text: str, path: str) -> Iterator[tuple[str, object]]:
     lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
-    pairs = []
     for idx, (lineno, line) in enumerate(lines):
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
             if idx == len(lines) - 1 and idx > 0:
-                break  # a live writer may have been mid-line: tolerate a torn last line
+                return  # a live writer may have been mid-line: tolerate a torn last line
             raise LogFormatError(path, f"line {lineno} is not JSON: {exc.msg}") from exc
-        if not isinstance(entry, dict) or is_summary_row(entry):
-            continue
-        step = step_of(entry)
-        if step is None:
-            raise LogFormatError(path, f"line {lineno} has no 'step'")
-        pairs.append((step, entry))
+        yield f"line {lineno}", entry
+
+
+def parse(text: str, path: str) -> ImportedLog:
+    """Blank lines are skipped; a malformed line is an error (a truncated last line is not)."""
+    pairs = step_pairs(_entries(text, path), path)
     return ImportedLog(rows=merge_rows(pairs), source_format="jsonl", meta={})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
+from app.importers.base import ImportedLog, merge_rows, step_pairs
 
 META_KEYS = ("max_steps", "logging_steps", "eval_steps", "global_step", "num_train_epochs",
              "train_batch_size", "save_steps")
@@ -15,13 +15,7 @@ def looks_like(data: object) -> bool:
 
 def parse(data: dict, path: str) -> ImportedLog:
     """Rows from ``log_history``; the final ``train_runtime`` summary row is skipped."""
-    pairs = []
-    for i, entry in enumerate(data["log_history"]):
-        if not isinstance(entry, dict) or is_summary_row(entry):
-            continue
-        step = step_of(entry)
-        if step is None:
-            raise LogFormatError(path, f"log_history entry {i} has no 'step'")
-        pairs.append((step, entry))
+    pairs = step_pairs(((f"log_history entry {i}", e)
+                        for i, e in enumerate(data["log_history"])), path)
     meta = {k: data[k] for k in META_KEYS if k in data}
     return ImportedLog(rows=merge_rows(pairs), source_format="trainer_state", meta=meta)
