@@ -14,6 +14,8 @@ from fastapi.staticfiles import StaticFiles
 from app.core.config import ROOT
 from app.health import api as health_api
 from app.health.watch import watch_forever
+from app.rollouts import api as rollouts_api
+from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import import_views, report_api, views
 
@@ -37,6 +39,8 @@ def create_app() -> FastAPI:
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(health_api.router)
+    app.include_router(rollouts_api.router)
+    app.include_router(rollout_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(views.router)
     app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")

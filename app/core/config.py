@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     report_flush_seconds: float = 2.0
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0
+    rollout_max_steps: int = Field(
+        200, description="captured rollout steps kept per run; older ones are thinned out")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
 
 

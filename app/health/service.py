@@ -14,8 +14,6 @@ from sqlalchemy.orm import Session
 
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
 from app.health.models import FindingRecord
-from app.metrics.names import normalize_row
-from app.metrics.schemas import MetricRow
 from app.runs import lifecycle
 from app.runs.models import Run
 
@@ -42,13 +40,6 @@ def _state(run: Run, context: RunContext) -> DiagnosticsState:
         except ValueError:  # an older state format: start afresh rather than fail ingest
             pass
     return DiagnosticsState.new(context)
-
-
-def as_rows(rows: Sequence[MetricRow]) -> list[tuple[int, dict[str, float]]]:
-    out = []
-    for row in sorted(rows, key=lambda r: r.step):
-        out.append((row.step, normalize_row(row.metrics)))
-    return out
 
 
 def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.rollouts.schemas import RolloutStep
+
 MetricValue = float | int | str | None
 
 
@@ -14,6 +16,7 @@ class MetricRow(BaseModel):
 
 class MetricBatch(BaseModel):
     rows: list[MetricRow] = Field(default_factory=list, max_length=10_000)
+    rollouts: list[RolloutStep] = Field(default_factory=list, max_length=200)
 
 
 class IngestReply(BaseModel):

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from app.health import service as health
 from app.importers import load_log
-from app.metrics.ingest import to_points, upsert_points
+from app.metrics import pipeline
 from app.metrics.schemas import MetricRow
 from app.runs import service
 from app.runs.models import Run
@@ -27,6 +26,5 @@ def import_log(db: Session, path: Path, name: str | None = None,
             **{k: v for k, v in log.meta.items() if isinstance(v, int | float | str)}}
     run = service.create_imported_run(db, name=name or path.name, spec=spec, max_step=last_step)
     rows = [MetricRow(step=step, metrics=metrics) for step, metrics in log.rows]
-    upsert_points(db, to_points(run.id, rows))
-    health.observe(db, run, log.rows)
+    pipeline.receive(db, run, rows, track_progress=False)
     return run

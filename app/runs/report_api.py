@@ -12,8 +12,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, status
 from pydantic import BaseModel
 
 from app.core.db import SessionDep
-from app.health import service as health
-from app.metrics import ingest as ingest_service
+from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -72,9 +71,7 @@ def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
 def post_metrics(batch: MetricBatch, run: RunAuth, db: SessionDep) -> IngestReply:
     if run.status != lifecycle.Status.RUNNING:
         raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
-    accepted = ingest_service.ingest(db, run, batch.rows)
-    if batch.rows:
-        health.observe(db, run, health.as_rows(batch.rows))
+    accepted = pipeline.receive(db, run, batch.rows, batch.rollouts)
     db.commit()
     control = _control(run)
     return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)

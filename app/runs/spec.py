@@ -65,6 +65,10 @@ class RunSpec(BaseModel):
     logging_steps: int = Field(1, ge=1)
     eval_steps: int | None = Field(None, ge=1)
     seed: int = Field(42, ge=0)
+    rollout_every: int = Field(
+        1, ge=1, le=10_000, description="capture rollouts at every Nth logging step")
+    rollout_groups: int = Field(
+        4, ge=0, le=64, description="groups kept per captured step (0: capture none)")
     stop_on_critical: bool = False
 
     @field_validator("name")

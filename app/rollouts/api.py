@@ -1,0 +1,48 @@
+"""JSON access to captured rollouts: GET /api/runs/{id}/rollouts?step=N (+ filters)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, status
+
+from app.core.db import SessionDep
+from app.rollouts import queries
+from app.rollouts.queries import RolloutFilter
+from app.rollouts.service import captured_steps
+from app.runs.api import run_or_404
+
+router = APIRouter(prefix="/api/runs", tags=["rollouts"])
+
+
+def pick_step(steps: list[int], step: int | None, f: RolloutFilter) -> int | None:
+    """The latest captured step by default; None (all steps) for a text search without step."""
+    if step is not None:
+        if step not in steps:
+            raise HTTPException(status.HTTP_404_NOT_FOUND,
+                                f"no rollouts captured at step {step}; captured: {steps[-20:]}")
+        return step
+    if f.q:
+        return None
+    return steps[-1] if steps else None
+
+
+@router.get("/{run_id}/rollouts")
+def rollouts(run_id: int, db: SessionDep, f: Annotated[RolloutFilter, Depends()],
+             step: int | None = None) -> dict[str, Any]:
+    run_or_404(db, run_id)
+    steps = captured_steps(db, run_id)
+    chosen = pick_step(steps, step, f)
+    groups = queries.find_groups(db, run_id, chosen, f) if steps else []
+    return {"run_id": run_id, "steps": steps, "step": chosen,
+            "groups": [queries.group_dict(g) for g in groups]}
+
+
+@router.get("/{run_id}/rollouts/prompt/{key}")
+def prompt_across_steps(run_id: int, key: str, db: SessionDep) -> dict[str, Any]:
+    run_or_404(db, run_id)
+    groups = queries.prompt_history(db, run_id, key)
+    if not groups:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no captured group has this prompt")
+    return {"run_id": run_id, "prompt": groups[0].prompt,
+            "groups": [queries.group_dict(g) for g in groups]}

@@ -1,0 +1,110 @@
+"""Read captured rollouts back: one step with filters, one prompt across steps, and the
+group-outcome shares over steps. Filtering is in Python on a bounded set (K groups per step,
+a bounded number of steps), so the same rules serve the API and the pages."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.rollouts.models import RolloutGroup
+
+Outcome = Literal["all_fail", "all_pass", "mixed", "zero_spread"]
+Sort = Literal["index", "advantage_high", "advantage_low"]
+
+
+class RolloutFilter(BaseModel):
+    """Query parameters of the inspector (all optional)."""
+
+    outcome: Outcome | None = None
+    truncated: bool | None = None
+    component: str | None = None  # a reward function name ...
+    min_value: float | None = None  # ... with a completion scoring at least this
+    max_value: float | None = None  # ... or at most this
+    q: str | None = None  # text search in completions (case-insensitive)
+    sort: Sort = "index"
+
+
+def _component_match(group: RolloutGroup, f: RolloutFilter) -> bool:
+    for c in group.completions:
+        value = (c.get("rewards") or {}).get(f.component or "")
+        if value is None:
+            continue
+        if (f.min_value is None or value >= f.min_value) and (
+                f.max_value is None or value <= f.max_value):
+            return True
+    return False
+
+
+def matches(group: RolloutGroup, f: RolloutFilter) -> bool:
+    if f.outcome == "zero_spread" and group.outcome == "mixed":
+        return False
+    if f.outcome in ("all_fail", "all_pass", "mixed") and group.outcome != f.outcome:
+        return False
+    if f.truncated is not None and group.any_truncated != f.truncated:
+        return False
+    if f.component and not _component_match(group, f):
+        return False
+    if f.q:
+        needle = f.q.lower()
+        if not any(needle in (c.get("text") or "").lower() for c in group.completions):
+            return False
+    return True
+
+
+def _sorted(groups: list[RolloutGroup], sort: Sort) -> list[RolloutGroup]:
+    if sort == "advantage_high":
+        return sorted(groups, key=lambda g: -(g.max_advantage or 0.0))
+    if sort == "advantage_low":
+        return sorted(groups, key=lambda g: g.min_advantage or 0.0)
+    return sorted(groups, key=lambda g: (g.step, g.group_index))
+
+
+def find_groups(db: Session, run_id: int, step: int | None, f: RolloutFilter,
+                limit: int = 200) -> list[RolloutGroup]:
+    """Groups of one step (or of every captured step when ``step`` is None) that match."""
+    stmt = select(RolloutGroup).where(RolloutGroup.run_id == run_id)
+    if step is not None:
+        stmt = stmt.where(RolloutGroup.step == step)
+    groups = [g for g in db.scalars(stmt).all() if matches(g, f)]
+    return _sorted(groups, f.sort)[:limit]
+
+
+def prompt_history(db: Session, run_id: int, key: str) -> Sequence[RolloutGroup]:
+    stmt = (select(RolloutGroup).where(RolloutGroup.run_id == run_id,
+                                       RolloutGroup.prompt_key == key)
+            .order_by(RolloutGroup.step, RolloutGroup.group_index))
+    return db.scalars(stmt).all()
+
+
+def outcome_shares(db: Session, run_id: int) -> dict[int, dict[str, float]]:
+    """Per captured step, the share of groups that are all-fail, all-pass and mixed."""
+    stmt = (select(RolloutGroup.step, RolloutGroup.outcome, func.count())
+            .where(RolloutGroup.run_id == run_id)
+            .group_by(RolloutGroup.step, RolloutGroup.outcome))
+    counts: dict[int, Counter[str]] = {}
+    for step, outcome, n in db.execute(stmt):
+        counts.setdefault(step, Counter())[outcome] += n
+    return {step: {k: c[k] / sum(c.values()) for k in ("all_fail", "all_pass", "mixed")}
+            for step, c in sorted(counts.items())}
+
+
+def advantages_by_step(db: Session, run_id: int) -> dict[int, list[float]]:
+    stmt = select(RolloutGroup.step, RolloutGroup.completions).where(
+        RolloutGroup.run_id == run_id).order_by(RolloutGroup.step)
+    out: dict[int, list[float]] = {}
+    for step, completions in db.execute(stmt):
+        out.setdefault(step, []).extend(
+            c["advantage"] for c in completions if c.get("advantage") is not None)
+    return out
+
+
+def group_dict(g: RolloutGroup) -> dict[str, object]:
+    return {"step": g.step, "index": g.group_index, "prompt": g.prompt, "prompt_key": g.prompt_key,
+            "outcome": g.outcome, "reward_spread": g.reward_spread,
+            "any_truncated": g.any_truncated, "completions": g.completions}

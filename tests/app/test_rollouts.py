@@ -1,0 +1,118 @@
+"""Rollouts through the report API: storage, filters, prompt history, signals, bounds, escaping."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.app.conftest import running_run
+
+XSS = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
+
+
+def completion(text: str, reward: float, advantage: float, truncated: bool = False) -> dict:
+    return {"text": text, "rewards": {"length_target": reward, "format_tag": 1.0 if reward > 0 else 0.0},
+            "total": reward, "advantage": advantage, "length": 16 if truncated else 5,
+            "truncated": truncated}
+
+
+def step_payload(step: int) -> dict:
+    return {"step": step, "groups": [
+        {"index": 0, "prompt": "Say hi", "completions": [
+            completion("hi there", 1.0, 0.87), completion("hello hello hello hello hello", -1.0, -0.87)]},
+        {"index": 1, "prompt": "Count to three", "completions": [
+            completion("", 0.0, 0.0), completion("", 0.0, 0.0)]},
+        {"index": 2, "prompt": "Be brief", "completions": [
+            completion("ok", 0.5, 0.0, truncated=True), completion("ok", 0.5, 0.0)]},
+        {"index": 3, "prompt": "Write code", "completions": [
+            completion(XSS + " " + "x" * 900, 0.2, 0.7), completion("print(1)", 0.1, -0.7)]},
+    ]}
+
+
+@pytest.fixture
+def run_with_rollouts(client: TestClient) -> tuple[int, dict[str, str]]:
+    run_id, headers = running_run(client)
+    body = {"rows": [{"step": s, "metrics": {"reward": 0.1}} for s in (1, 2)],
+            "rollouts": [step_payload(1), step_payload(2)]}
+    reply = client.post(f"/api/runs/{run_id}/metrics", json=body, headers=headers)
+    assert reply.status_code == 200, reply.text
+    return run_id, headers
+
+
+def get(client: TestClient, run_id: int, **params) -> dict:  # type: ignore[no-untyped-def]
+    reply = client.get(f"/api/runs/{run_id}/rollouts", params=params)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def test_groups_are_stored_with_outcomes(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, _ = run_with_rollouts
+    body = get(client, run_id, step=1)
+    assert body["steps"] == [1, 2] and body["step"] == 1
+    assert [g["outcome"] for g in body["groups"]] == ["mixed", "all_fail", "all_pass", "mixed"]
+    first = body["groups"][0]["completions"][0]
+    assert first["rewards"]["length_target"] == 1.0 and first["advantage"] == 0.87
+    assert get(client, run_id)["step"] == 2  # latest by default
+    assert client.get(f"/api/runs/{run_id}/rollouts", params={"step": 7}).status_code == 404
+
+
+def test_filters(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, _ = run_with_rollouts
+    indices = lambda **p: [g["index"] for g in get(client, run_id, step=1, **p)["groups"]]  # noqa: E731
+    assert indices(outcome="zero_spread") == [1, 2]
+    assert indices(outcome="all_fail") == [1] and indices(outcome="all_pass") == [2]
+    assert indices(outcome="mixed") == [0, 3]
+    assert indices(truncated="true") == [2]
+    assert indices(sort="advantage_high")[0] == 0 and indices(sort="advantage_low")[0] == 0
+    assert indices(component="length_target", min_value=0.9) == [0]
+    assert indices(component="format_tag", max_value=0.0) == [0, 1]
+    assert indices(q="HELLO") == [0]
+    everywhere = get(client, run_id, q="print(1)")
+    assert everywhere["step"] is None and {g["step"] for g in everywhere["groups"]} == {1, 2}
+
+
+def test_follow_one_prompt_across_steps(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, _ = run_with_rollouts
+    key = get(client, run_id, step=1)["groups"][0]["prompt_key"]
+    history = client.get(f"/api/runs/{run_id}/rollouts/prompt/{key}").json()
+    assert history["prompt"] == "Say hi" and [g["step"] for g in history["groups"]] == [1, 2]
+    page = client.get(f"/runs/{run_id}/rollouts/prompt/{key}")
+    assert page.status_code == 200 and page.text.count('class="group panel') == 2
+
+
+def test_signals_become_metrics_and_feed_diagnostics(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, _ = run_with_rollouts
+    series = client.get(f"/api/runs/{run_id}/metrics").json()
+    assert series["rollouts/empty_frac"]["values"] == [0.25, 0.25]
+    assert series["rollouts/identical_group_frac"]["steps"] == [1, 2]
+    assert series["rollouts/identical_group_frac"]["values"][0] == pytest.approx(0.5)
+
+
+def test_resending_a_step_replaces_it(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, headers = run_with_rollouts
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                json={"rows": [], "rollouts": [step_payload(2)]})
+    assert len(get(client, run_id, step=2)["groups"]) == 4
+
+
+def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.core.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "rollout_max_steps", 10)
+    run_id, headers = running_run(client)
+    for start in range(1, 61, 10):
+        client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                    json={"rows": [], "rollouts": [step_payload(s) for s in range(start, start + 10)]})
+    steps = get(client, run_id)["steps"]
+    assert len(steps) <= 10 and steps[0] == 1 and steps[-1] == 60
+    assert len(set(range(1, 61)) - set(steps)) >= 50
+
+
+def test_inspector_page_escapes_model_output(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    run_id, _ = run_with_rollouts
+    page = client.get(f"/runs/{run_id}/rollouts", params={"step": 1}).text
+    assert "<script>window.pwned" not in page and "&lt;script&gt;window.pwned=1" in page
+    assert "<img src=x" not in page
+    assert "show all" in page  # the long completion is folded
+    fragment = client.get(f"/runs/{run_id}/rollouts/_groups", params={"step": 1, "outcome": "all_fail"})
+    assert fragment.text.count('class="group panel') == 1 and "(empty completion)" in fragment.text
