@@ -34,7 +34,8 @@ STATE_VERSION = 1
 TRACKED = frozenset({"reward", "reward_std", "frac_reward_zero_std", "entropy", "kl",
                      "completions/mean_length", "completions/clipped_ratio",
                      "completions/mean_terminated_length", "grad_norm", "loss", "step_time",
-                     "eval_reward"})
+                     "eval_reward", "rollouts/identical_group_frac", "rollouts/repetition",
+                     "rollouts/empty_frac"})
 MAX_COMPONENTS = 16  # bound the state even if a run logs many reward functions
 
 _tracked_cache: dict[str, str | None] = {}

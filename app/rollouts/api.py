@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, status
+from fastapi import APIRouter, HTTPException, Query, status
 
 from app.core.db import SessionDep
 from app.rollouts import queries
@@ -28,7 +28,7 @@ def pick_step(steps: list[int], step: int | None, f: RolloutFilter) -> int | Non
 
 
 @router.get("/{run_id}/rollouts")
-def rollouts(run_id: int, db: SessionDep, f: Annotated[RolloutFilter, Depends()],
+def rollouts(run_id: int, db: SessionDep, f: Annotated[RolloutFilter, Query()],
              step: int | None = None) -> dict[str, Any]:
     run_or_404(db, run_id)
     steps = captured_steps(db, run_id)

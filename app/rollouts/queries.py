@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -27,7 +27,18 @@ class RolloutFilter(BaseModel):
     min_value: float | None = None  # ... with a completion scoring at least this
     max_value: float | None = None  # ... or at most this
     q: str | None = None  # text search in completions (case-insensitive)
-    sort: Sort = "index"
+    sort: Sort | None = "index"
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """An HTML form sends untouched fields as '': that means 'no filter', not an error."""
+        return None if value == "" else value
+
+    @field_validator("sort", mode="after")
+    @classmethod
+    def _default_sort(cls, value: Sort | None) -> Sort:
+        return value or "index"
 
 
 def _component_match(group: RolloutGroup, f: RolloutFilter) -> bool:

@@ -28,6 +28,8 @@ def _content_text(content: Any) -> str:
     """Message content is a string or a list of typed parts (multimodal): keep the text."""
     if isinstance(content, str):
         return content
+    if hasattr(content, "tolist"):  # numpy arrays after a parquet round-trip
+        content = content.tolist()
     if isinstance(content, Sequence):
         return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
     return "" if content is None else str(content)

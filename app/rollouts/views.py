@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.charts.rollout_figures import advantages_figure, outcomes_figure
@@ -17,6 +17,19 @@ from app.rollouts.service import captured_steps
 from app.runs.api import run_or_404
 
 router = APIRouter(include_in_schema=False)
+
+
+def _step(value: str | None = Query(None, alias="step")) -> int | None:
+    """The form's step select sends '' for 'all steps'."""
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise HTTPException(422, f"step must be a number, not {value!r}") from None
+
+
+StepParam = Annotated[int | None, Depends(_step)]
 FOLD_CHARS = 600
 
 
@@ -33,7 +46,7 @@ def _groups_context(db: SessionDep, run_id: int, step: int | None, f: RolloutFil
 
 @router.get("/runs/{run_id}/rollouts", response_class=HTMLResponse)
 def inspector(run_id: int, request: Request, db: SessionDep,
-              f: Annotated[RolloutFilter, Depends()], step: int | None = None) -> Response:
+              f: Annotated[RolloutFilter, Query()], step: StepParam = None) -> Response:
     run = run_or_404(db, run_id)
     charts = [c for c in (outcomes_figure(queries.outcome_shares(db, run_id)),
                           advantages_figure(queries.advantages_by_step(db, run_id))) if c]
@@ -43,7 +56,7 @@ def inspector(run_id: int, request: Request, db: SessionDep,
 
 @router.get("/runs/{run_id}/rollouts/_groups", response_class=HTMLResponse)
 def groups_fragment(run_id: int, request: Request, db: SessionDep,
-                    f: Annotated[RolloutFilter, Depends()], step: int | None = None) -> Response:
+                    f: Annotated[RolloutFilter, Query()], step: StepParam = None) -> Response:
     run = run_or_404(db, run_id)
     return templates.TemplateResponse(request, "rollouts/_groups.html", {
         "run": run, **_groups_context(db, run_id, step, f)})

@@ -11,12 +11,13 @@ from app.diagnostics.detectors import (
                                        length,
                                        lost,
                                        numerics,
+                                       rollouts,
                                        stalled,
                                        zero_spread,
 )
 
 DETECTORS = (zero_spread.detect, stalled.detect, entropy.detect, kl.detect, length.detect,
              hacking.detect, divergence.detect, collapse.detect, numerics.detect,
-             dead_component.detect, lost.detect)
+             dead_component.detect, lost.detect, rollouts.detect)
 
 __all__ = ["DETECTORS"]
