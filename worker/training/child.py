@@ -63,14 +63,13 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
            batch_rows: int, flush_seconds: float) -> None:
-    from trl import GRPOTrainer
-
     from worker.rewards.registry import REWARDS
     from worker.training.config import build_grpo_config
     from worker.training.datasets import drop_long_prompts, load_prompts
     from worker.training.hardware import describe
     from worker.training.models import load_model_and_tokenizer
     from worker.training.reporting import MetricsReporter
+    from worker.training.rollouts import CapturingGRPOTrainer
 
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     log.info("run %s: %s on %s with %s (%s)", run_id, spec.name, spec.model, spec.dataset, describe())
@@ -84,9 +83,11 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
                                flush_seconds=flush_seconds, spool_path=Path(output_dir) / "metrics.jsonl")
     try:
-        trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward_funcs,
-                              args=config, train_dataset=train_ds, eval_dataset=eval_ds,
-                              callbacks=[reporter])
+        trainer = CapturingGRPOTrainer(
+            model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=config,
+            train_dataset=train_ds, eval_dataset=eval_ds, callbacks=[reporter],
+            rollout_every=spec.rollout_every, rollout_groups=spec.rollout_groups,
+            rollout_sink=reporter.add_rollouts)
         trainer.train()
     finally:
         reporter.close()

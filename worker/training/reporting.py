@@ -11,6 +11,11 @@ final step: it is cheap and the dashboard can show it. Non-finite floats are sen
 "nan", "inf", "-inf" (JSON can't carry them); ``None`` (TRL's "no valid value") and non-numbers are
 dropped. Reporting never crashes training: failed POSTs are retried a few times, then the rows
 stay buffered for the next flush and a warning is logged.
+
+Captured rollouts (see ``worker.training.rollouts``) ride in the same batches: the body becomes
+``{"rows": [...], "rollouts": [{"step": int, "groups": [...]}]}`` (the key only when there are
+some). They are flushed with the rows, never spooled, and at most ``MAX_BUFFERED_ROLLOUT_STEPS``
+steps wait during an outage (oldest dropped): they are samples, not the record.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ log = logging.getLogger(__name__)
 
 MAX_BUFFERED_ROWS = 50_000  # beyond this, a long outage drops the oldest rows rather than OOM
 MAX_BACKOFF_SECONDS = 60.0
+MAX_BUFFERED_ROLLOUT_STEPS = 50
+ROLLOUT_STEPS_PER_FLUSH = 5  # flush early once this many captured steps wait: bounds POST size
 
 
 def encode_value(value: Any) -> float | str | None:
@@ -80,17 +87,27 @@ class MetricsReporter(TrainerCallback):
         self.rows_sent = 0
         self.failures = 0
         self._buffer: list[dict[str, Any]] = []
+        self._rollouts: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
         self._not_before = 0.0  # after failures, wait before the next attempt (don't stall steps)
         self._client = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {token}"})
 
     # -- HTTP -------------------------------------------------------------------------------
-    def _post(self, rows: list[dict[str, Any]]) -> Any:
+    def add_rollouts(self, step: int, groups: list[dict[str, Any]]) -> None:
+        """Queue one captured step's groups; they go out with the next flush."""
+        if groups:
+            self._rollouts.append({"step": int(step), "groups": groups})
+            del self._rollouts[:-MAX_BUFFERED_ROLLOUT_STEPS]
+
+    def _post(self, rows: list[dict[str, Any]], rollouts: list[dict[str, Any]] | None = None) -> Any:
+        body: dict[str, Any] = {"rows": rows}
+        if rollouts:
+            body["rollouts"] = rollouts
         for attempt in Retrying(stop=stop_after_attempt(self.attempts), reraise=True,
                                 wait=wait_exponential(multiplier=0.5, max=4),
                                 retry=retry_if_exception(_retryable)):
             with attempt:
-                response = self._client.post(self.url, json={"rows": rows})
+                response = self._client.post(self.url, json=body)
                 response.raise_for_status()
                 return response.json() if response.content else {}
         raise AssertionError("unreachable")
@@ -101,19 +118,21 @@ class MetricsReporter(TrainerCallback):
         if not force and now < self._not_before:
             return False
         self._last_flush = now
-        rows = self._buffer[:]
+        rows, rollouts = self._buffer[:], self._rollouts[:]
         try:
-            answer = self._post(rows)
+            answer = self._post(rows, rollouts)
         except httpx.HTTPStatusError as exc:
             if _retryable(exc):
                 return self._failed(exc, now)
             # 4xx: the server refuses these rows; resending them would fail forever.
             log.warning("metrics server rejected %d rows (%s); dropping them", len(rows), exc)
             del self._buffer[:len(rows)]
+            del self._rollouts[:len(rollouts)]
             return False
         except (httpx.HTTPError, ValueError) as exc:
             return self._failed(exc, now)
         del self._buffer[:len(rows)]
+        del self._rollouts[:len(rollouts)]
         self.rows_sent += len(rows)
         self.failures = 0
         self._not_before = 0.0
@@ -146,7 +165,8 @@ class MetricsReporter(TrainerCallback):
             with self.spool_path.open("a") as f:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
         due = time.monotonic() - self._last_flush >= self.flush_seconds
-        if len(self._buffer) >= self.batch_rows or due:
+        many = len(self._buffer) >= self.batch_rows or len(self._rollouts) >= ROLLOUT_STEPS_PER_FLUSH
+        if many or due:
             self.flush(control)
         elif self.stop_requested:
             control.should_training_stop = True

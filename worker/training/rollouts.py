@@ -1,0 +1,135 @@
+"""Capture the groups GRPO actually scored, with the trainer's own numbers, for the dashboard.
+
+Why a trainer subclass: rewards and advantages are only meaningful as the trainer computed them
+(weights, ``scale_rewards``, unscorable rows), and TRL already records them in ``self._logs`` in
+``_generate_and_score_completions`` (whether or not ``log_completions`` is on). Token lengths
+and truncation are not in ``_logs``, so we read them from that method's output right after it
+runs, when the tail of the ``_logs`` deques is exactly this generation batch, and keep a snapshot
+of the latest *train* batch (eval generations also write to ``_logs``). At every
+``rollout_every``-th training log we hand the first ``rollout_groups`` groups to a sink (the
+``MetricsReporter``). Capture never breaks training: errors are logged and skipped.
+
+Wire shape of one captured step (also produced by ``app.importers.completions``)::
+
+    {"step": int, "groups": [{"index": int, "prompt": str, "completions": [
+        {"text": str, "rewards": {name: float|null}, "total": float|null,
+         "advantage": float, "length": int, "truncated": bool}]}]}
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from app.rollouts.signals import render_messages
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 20_000  # bound payloads: a runaway completion must not make a POST huge
+RolloutSink = Callable[[int, list[dict[str, Any]]], None]
+
+
+def _num(x: Any) -> float | None:
+    x = float(x) if x is not None else math.nan
+    return None if math.isnan(x) else x
+
+
+def weighted_total(rewards: Sequence[float | None], weights: Sequence[float]) -> float | None:
+    """TRL's total: nansum of weight * component; None when every component is None/NaN."""
+    terms = [w * r for r, w in zip(rewards, weights, strict=True) if r is not None and not math.isnan(r)]
+    return float(sum(terms)) if terms else None
+
+
+def build_groups(batch: dict[str, Any], num_generations: int, max_groups: int,
+                 weights: Sequence[float]) -> list[dict[str, Any]]:
+    """The first ``max_groups`` groups of a snapshot (completions of a prompt are consecutive)."""
+    names = list(batch["rewards"])
+    groups = []
+    for g in range(min(max_groups, len(batch["prompts"]) // num_generations)):
+        rows = range(g * num_generations, (g + 1) * num_generations)
+        completions = []
+        for i in rows:
+            comps = [_num(batch["rewards"][n][i]) for n in names]
+            completions.append({
+                "text": render_messages(batch["completions"][i], roles=False)[:MAX_TEXT_CHARS],
+                "rewards": dict(zip(names, comps, strict=True)),
+                "total": weighted_total(comps, weights),
+                "advantage": _num(batch["advantages"][i]),
+                "length": int(batch["lengths"][i]),
+                "truncated": bool(batch["truncated"][i]),
+            })
+        prompt = render_messages(batch["prompts"][g * num_generations])[:MAX_TEXT_CHARS]
+        groups.append({"index": g, "prompt": prompt, "completions": completions})
+    return groups
+
+
+class CapturingGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` that snapshots each train generation batch and reports sampled groups."""
+
+    def __init__(self, *args: Any, rollout_every: int = 1, rollout_groups: int = 4,
+                 rollout_sink: RolloutSink | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rollout_every = max(1, rollout_every)
+        self.rollout_groups = rollout_groups
+        self.rollout_sink = rollout_sink
+        self._train_logs_seen = 0
+        self._rollout_batch: dict[str, Any] | None = None
+
+    @property
+    def _capturing(self) -> bool:
+        return self.rollout_sink is not None and self.rollout_groups > 0
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        output = super()._generate_and_score_completions(inputs)
+        if self._capturing and self.model.training:
+            try:
+                self._rollout_batch = self._snapshot(output)
+            except Exception:  # capture must never stop training
+                log.exception("could not capture rollouts; continuing without them")
+                self._rollout_batch = None
+        return output
+
+    def _snapshot(self, output: dict[str, Any]) -> dict[str, Any] | None:
+        """This batch's rows of ``_logs`` plus token lengths/truncation (TRL's definitions:
+        length counts the EOS token; truncated = last token is neither EOS nor pad)."""
+        ids, mask = output["completion_ids"], output["completion_mask"]
+        lengths = mask.sum(dim=1)
+        last = ids.gather(1, (lengths - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        stops = torch.tensor([*self.eos_token_ids, self._tokenizer.pad_token_id], device=ids.device)
+        truncated = ~torch.isin(last, stops)
+        # mask_truncated_completions zeroes truncated rows: they ran to the cap.
+        cut = lengths == 0
+        lengths = torch.where(cut, min(ids.size(1), self.args.max_completion_length), lengths)
+        truncated = truncated | cut
+        lengths = self.accelerator.gather(lengths).tolist()
+        truncated = self.accelerator.gather(truncated).tolist()
+        n = len(lengths)
+        if len(self._logs["prompt"]) < n or len(self._logs["advantages"]) < n:
+            log.warning("rollout capture: trainer logs are not aligned with the batch; skipped")
+            return None
+
+        def tail(d: Any) -> list[Any]:
+            return list(d)[-n:]
+
+        return {"prompts": tail(self._logs["prompt"]), "completions": tail(self._logs["completion"]),
+                "rewards": {name: tail(self._logs["rewards"][name]) for name in self.reward_func_names},
+                "advantages": tail(self._logs["advantages"]), "lengths": lengths, "truncated": truncated}
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        # Before super().log(): the reporter's on_log then flushes these with the step's rows.
+        if self._capturing and self.model.training and "loss" in logs:
+            self._train_logs_seen += 1
+            if self._train_logs_seen % self.rollout_every == 0 and self._rollout_batch:
+                try:
+                    if self.accelerator.is_main_process:
+                        groups = build_groups(self._rollout_batch, self.num_generations,
+                                              self.rollout_groups, self.reward_weights.tolist())
+                        self.rollout_sink(self.state.global_step, groups)  # type: ignore[misc]
+                except Exception:
+                    log.exception("could not report rollouts at step %d", self.state.global_step)
+        super().log(logs, start_time)
