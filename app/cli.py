@@ -83,13 +83,14 @@ def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashbo
 def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
              max_completion_length: Annotated[int | None, typer.Option(
                  help="the run's max_completion_length, if known")] = None) -> None:
-    """Diagnose a training log made elsewhere, without any server."""
-    from app.diagnostics import RunContext, diagnose_file
+    """Diagnose a training log (or a TRL output/checkpoint folder) without any server."""
+    from app.diagnostics import RunContext
     from app.diagnostics.report import format_text, to_json_dict
     from app.importers import LogFormatError
+    from app.runs.imports import diagnose_path
 
     try:
-        diagnosis = diagnose_file(path, RunContext(max_completion_length=max_completion_length))
+        diagnosis = diagnose_path(path, RunContext(max_completion_length=max_completion_length))
     except (LogFormatError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

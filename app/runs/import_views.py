@@ -18,6 +18,17 @@ router = APIRouter(include_in_schema=False)
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
 
+async def _save_completions(folder: Path, files: list[UploadFile]) -> Path | None:
+    """Keep the uploaded parquet files under their own names (the step is in the name)."""
+    files = [f for f in files if f.filename]
+    if not files:
+        return None
+    folder.mkdir()
+    for f in files:
+        (folder / Path(f.filename or "completions.parquet").name).write_bytes(await f.read())
+    return folder
+
+
 @router.get("/runs/import", response_class=HTMLResponse)
 def import_form(request: Request) -> Response:
     return templates.TemplateResponse(request, "runs/import.html", {"error": None, "name": ""})
@@ -25,7 +36,9 @@ def import_form(request: Request) -> Response:
 
 @router.post("/runs/import", response_class=HTMLResponse)
 async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadFile, File()],
-                        name: Annotated[str, Form()] = "") -> Response:
+                        name: Annotated[str, Form()] = "",
+                        completions: Annotated[list[UploadFile] | None, File()] = None,
+                        ) -> Response:
     data = await log.read(MAX_UPLOAD_BYTES + 1)
     error = "the file is larger than 200 MB" if len(data) > MAX_UPLOAD_BYTES else None
     if error is None:
@@ -33,9 +46,10 @@ async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadF
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"upload{suffix}"
             path.write_bytes(data)
+            folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
             try:
                 run = import_log(db, path, name.strip() or log.filename or "imported log",
-                                 source_name=log.filename)
+                                 source_name=log.filename, completions=folder)
             except LogFormatError as exc:
                 error = exc.reason
             else:

@@ -1,5 +1,6 @@
-"""Store a training log made elsewhere (trainer_state.json, JSON/JSONL rows, console log) as an
-imported run, with the same charts and findings as a launched one."""
+"""Store a training run made elsewhere as an imported run, with the same charts, findings and
+rollouts as a launched one: its log (trainer_state.json, JSON/JSONL rows, console log) and, when
+TRL wrote them (``log_completions=True``), its ``completions/completions_<step>.parquet`` files."""
 
 from __future__ import annotations
 
@@ -7,24 +8,65 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from app.importers import load_log
+from app.diagnostics import Diagnosis, RunContext, diagnose
+from app.importers import LogFormatError, load_log
+from app.importers.completions import load_completions
 from app.metrics import pipeline
 from app.metrics.schemas import MetricRow
+from app.rollouts.schemas import RolloutStep
+from app.rollouts.signals import step_signals
 from app.runs import service
 from app.runs.models import Run
 
 
+def locate(path: Path) -> tuple[Path, Path | None]:
+    """The log file and the completions folder of a run directory, a checkpoint or a file.
+
+    TRL keeps completions in ``<output_dir>/completions`` and the trainer state in
+    ``<output_dir>/checkpoint-N/``, so both the folder and its parent are looked at.
+    """
+    log = path
+    if path.is_dir():
+        candidates = [path / "trainer_state.json"] + sorted(
+            path.glob("checkpoint-*/trainer_state.json"),
+            key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1)
+        existing = [p for p in candidates if p.is_file()]
+        if not existing:
+            raise LogFormatError(str(path), "folder holds no trainer_state.json")
+        log = existing[0] if existing[0].parent == path else existing[-1]
+    for folder in (log.parent, log.parent.parent):
+        if (folder / "completions").is_dir():
+            return log, folder / "completions"
+    return log, None
+
+
 def import_log(db: Session, path: Path, name: str | None = None,
-               source_name: str | None = None) -> Run:
-    """Raises app.importers.LogFormatError (nothing stored) when the file can't be read.
+               source_name: str | None = None, completions: Path | None = None) -> Run:
+    """Raises app.importers.LogFormatError (nothing stored) when a file can't be read.
 
     ``source_name`` is the file's original name when ``path`` is an upload's temporary copy.
     """
-    log = load_log(path)
+    log_path, found = locate(path)
+    completions = completions or found
+    log = load_log(log_path)
+    rollout_steps = ([RolloutStep.model_validate(s) for s in load_completions(completions)]
+                     if completions else [])
     last_step = log.rows[-1][0]
-    spec = {"source_file": source_name or path.name, "source_format": log.source_format,
+    spec = {"source_file": source_name or log_path.name, "source_format": log.source_format,
+            "rollout_steps": len(rollout_steps),
             **{k: v for k, v in log.meta.items() if isinstance(v, int | float | str)}}
-    run = service.create_imported_run(db, name=name or path.name, spec=spec, max_step=last_step)
+    run = service.create_imported_run(db, name=name or source_name or log_path.name, spec=spec,
+                                      max_step=last_step)
     rows = [MetricRow(step=step, metrics=metrics) for step, metrics in log.rows]
-    pipeline.receive(db, run, rows, track_progress=False)
+    pipeline.receive(db, run, rows, rollout_steps, track_progress=False)
     return run
+
+
+def diagnose_path(path: Path, context: RunContext | None = None) -> Diagnosis:
+    """Diagnose a log (or a run folder) without storing anything: what `grpodeck diagnose`
+    prints. Completions parquet files next to it add the rollout signals."""
+    log_path, completions = locate(path)
+    rows = load_log(log_path).rows
+    signals = [(s["step"], step_signals(s["groups"])) for s in load_completions(completions)
+               ] if completions else []
+    return diagnose(pipeline.merge_by_step(rows, signals), context)
