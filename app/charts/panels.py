@@ -28,6 +28,8 @@ PANELS: tuple[Panel, ...] = (
           ("completions/clipped_ratio",)),
     Panel("clip", "Clip ratio", ("clip_ratio/region_mean", "clip_ratio/low_mean",
                                  "clip_ratio/high_mean")),
+    Panel("rollouts", "Rollout signals (captured steps)",
+          ("rollouts/repetition", "rollouts/identical_group_frac", "rollouts/empty_frac")),
     Panel("grad_norm", "Gradient norm", ("grad_norm",)),
     Panel("loss", "Loss", ("loss",)),
     Panel("learning_rate", "Learning rate", ("learning_rate",)),

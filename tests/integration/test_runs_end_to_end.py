@@ -31,6 +31,15 @@ def test_form_launch_trains_and_stores_one_value_per_logged_step(stack: Stack) -
         assert series[name]["steps"] == [1, 2, 3, 4], (name, series[name])
     page = httpx.get(f"{stack.url}/runs/{run_id}", timeout=10).text
     assert 'id="chart-reward"' in page and 'id="chart-kl"' in page
+    rollouts = httpx.get(f"{stack.url}/api/runs/{run_id}/rollouts", params={"step": 4}).json()
+    assert rollouts["steps"] == [1, 2, 3, 4]
+    group = rollouts["groups"][0]["completions"]
+    assert len(group) == 4 and all(c["length"] <= 16 for c in group)
+    totals = [c["total"] for c in group]
+    mean = sum(totals) / 4
+    std = (sum((t - mean) ** 2 for t in totals) / 3) ** 0.5
+    for c in group:  # the stored advantage is the trainer's (r - mean) / (std + 1e-4)
+        assert abs(c["advantage"] - (c["total"] - mean) / (std + 1e-4)) < 1e-3
 
 
 def test_a_reward_that_raises_fails_the_run_with_the_error(stack: Stack) -> None:
