@@ -11,7 +11,7 @@ from app.runs.spec import RunSpec
 REWARD_ROWS = 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",
                  "beta", "epsilon", "max_completion_length", "temperature", "logging_steps",
-                 "eval_steps", "seed")
+                 "eval_steps", "seed", "rollout_every", "rollout_groups")
 TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "eval_split", "scale_rewards")
 
 
