@@ -90,7 +90,8 @@ def _charts_context(db: SessionDep, run: Run) -> dict[str, Any]:
     series = {n: downsample(s, limit) for n, s in load_series(db, run.id).items()}
     findings = sort_findings(findings_for(db, run.id))
     marks = marks_by_panel([f.to_dict() for f in findings if f.active])
-    return {**_run_context(db, run), "charts": run_figures(series, marks), "findings": findings}
+    return {**_run_context(db, run), "charts": run_figures(series, marks), "findings": findings,
+            "version": data_version(run)}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -105,9 +106,19 @@ def status_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     return templates.TemplateResponse(request, "runs/_status.html", _run_context(db, run))
 
 
+def data_version(run: Run) -> str:
+    """Changes whenever the charts or findings could have: new metrics, or a new status."""
+    reported = run.last_report_at.timestamp() if run.last_report_at else 0
+    return f"{reported:.3f}-{run.status}"
+
+
 @router.get("/runs/{run_id}/_charts", response_class=HTMLResponse)
-def charts_panel(run_id: int, request: Request, db: SessionDep) -> Response:
+def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = None) -> Response:
+    """Polled while a run is live; answers 204 (htmx keeps the panel) when nothing changed,
+    so a slow step (tens of seconds on a real model) costs no chart rebuilds."""
     run = run_or_404(db, run_id)
+    if v is not None and v == data_version(run):
+        return Response(status_code=204)
     return templates.TemplateResponse(request, "runs/_charts.html", _charts_context(db, run))
 
 

@@ -102,3 +102,17 @@ def test_form_launches_and_redirects_to_the_run_page(client: TestClient) -> None
     run_page = client.get(page.headers["location"])
     assert run_page.status_code == 200 and "from-form" in run_page.text
     assert "queued" in client.get("/runs").text
+
+
+def test_live_chart_poll_answers_204_when_nothing_changed(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                json={"rows": [{"step": 1, "metrics": {"reward": 0.1}}]})
+    page = client.get(f"/runs/{run_id}").text
+    url = page.split('hx-get="/runs/%d/_charts?v=' % run_id, 1)[1].split('"', 1)[0]
+    poll = f"/runs/{run_id}/_charts?v={url}"
+    assert client.get(poll).status_code == 204
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                json={"rows": [{"step": 2, "metrics": {"reward": 0.2}}]})
+    fresh = client.get(poll)
+    assert fresh.status_code == 200 and 'id="chart-reward"' in fresh.text
