@@ -2,5 +2,5 @@
 
 from app.health.models import FindingRecord  # noqa: F401
 from app.metrics.models import MetricPoint  # noqa: F401
-from app.runs.models import Run  # noqa: F401
 from app.rollouts.models import RolloutGroup  # noqa: F401
+from app.runs.models import Run  # noqa: F401

@@ -14,7 +14,7 @@ from app.core.config import ROOT
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "—"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h {minutes:02d}m" if hours else (f"{minutes}m {secs:02d}s" if minutes

@@ -109,7 +109,7 @@ def test_live_chart_poll_answers_204_when_nothing_changed(client: TestClient) ->
     client.post(f"/api/runs/{run_id}/metrics", headers=headers,
                 json={"rows": [{"step": 1, "metrics": {"reward": 0.1}}]})
     page = client.get(f"/runs/{run_id}").text
-    url = page.split('hx-get="/runs/%d/_charts?v=' % run_id, 1)[1].split('"', 1)[0]
+    url = page.split(f'hx-get="/runs/{run_id}/_charts?v=', 1)[1].split('"', 1)[0]
     poll = f"/runs/{run_id}/_charts?v={url}"
     assert client.get(poll).status_code == 204
     client.post(f"/api/runs/{run_id}/metrics", headers=headers,

@@ -121,5 +121,5 @@ def test_cli_diagnose_prints_json_without_a_server(tmp_path) -> None:  # type: i
     assert body["findings"][0]["category"] == "numerical_instability"
     assert {"category", "severity", "first_step", "last_step", "summary"} <= set(body["findings"][0])
     bad = subprocess.run([sys.executable, "-m", "app.cli", "diagnose", str(tmp_path / "nope")],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "error" in bad.stderr

@@ -58,7 +58,7 @@ def test_groups_are_stored_with_outcomes(client: TestClient, run_with_rollouts) 
 
 def test_filters(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
     run_id, _ = run_with_rollouts
-    indices = lambda **p: [g["index"] for g in get(client, run_id, step=1, **p)["groups"]]  # noqa: E731
+    indices = lambda **p: [g["index"] for g in get(client, run_id, step=1, **p)["groups"]]
     assert indices(outcome="zero_spread") == [1, 2]
     assert indices(outcome="all_fail") == [1] and indices(outcome="all_pass") == [2]
     assert indices(outcome="mixed") == [0, 3]
