@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 run: setup
 	$(VENV)/bin/grpodeck up
 
-test: setup setup-test
+test: setup setup-test lint
 	$(VENV)/bin/pytest -q
 
 setup: $(VENV)/.installed node_modules/.installed
