@@ -37,16 +37,17 @@ def to_points(run_id: int, rows: list[MetricRow]) -> list[dict[str, object]]:
 
 
 def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
+    """One parameterised upsert executed for many rows: SQLAlchemy batches it into multi-row
+    statements ("insertmanyvalues") without compiling a new statement per batch."""
     if not points:
         return
     insert = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
-    for start in range(0, len(points), 2000):
-        stmt = insert(MetricPoint).values(points[start:start + 2000])
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["run_id", "name", "step"],
-            set_={"value": stmt.excluded.value, "raw": stmt.excluded.raw},
-        )
-        db.execute(stmt)
+    stmt = insert(MetricPoint)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["run_id", "name", "step"],
+        set_={"value": stmt.excluded.value, "raw": stmt.excluded.raw},
+    )
+    db.execute(stmt, points)
 
 
 def _update_progress(run: Run, max_step: int, now: datetime) -> None:

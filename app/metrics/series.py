@@ -28,22 +28,23 @@ class Series:
                 "values": [v if math.isfinite(v) else repr(v) for v in self.values]}
 
 
-def _value(point_value: float | None, raw: str | None) -> float:
-    if point_value is not None:
-        return point_value
-    return float(raw) if raw else math.nan
-
-
 def load_series(db: Session, run_id: int, names: list[str] | None = None) -> dict[str, Series]:
+    """Per metric name, its steps and values in step order (NaN/inf restored from ``raw``).
+
+    Runs on the Core connection, not the ORM: a long run has hundreds of thousands of points
+    and the page that draws them is polled."""
     stmt = select(MetricPoint.name, MetricPoint.step, MetricPoint.value, MetricPoint.raw).where(
         MetricPoint.run_id == run_id)
     if names:
         stmt = stmt.where(MetricPoint.name.in_(names))
     out: dict[str, Series] = {}
-    for name, step, value, raw in db.execute(stmt.order_by(MetricPoint.name, MetricPoint.step)):
-        series = out.setdefault(name, Series())
+    current_name, series = None, Series()
+    rows = db.connection().execute(stmt.order_by(MetricPoint.name, MetricPoint.step)).all()
+    for name, step, value, raw in rows:
+        if name != current_name:
+            current_name, series = name, out.setdefault(name, Series())
         series.steps.append(step)
-        series.values.append(_value(value, raw))
+        series.values.append(value if value is not None else (float(raw) if raw else math.nan))
     return out
 
 
