@@ -52,7 +52,8 @@ def figure(panel: Panel, series: dict[str, Series],
     primary, secondary = names_for(panel, sorted(series))
     if not primary and not secondary:
         return None
-    layout: dict[str, Any] = {**PLAIN_LAYOUT, "title": {"text": panel.title, "font": {"size": 14}}}
+    layout: dict[str, Any] = {**PLAIN_LAYOUT, "title": {"text": panel.title, "font": {"size": 14},
+                                                        "x": 0.02, "xanchor": "left"}}
     if secondary:
         layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1.05],
                             "showgrid": False}
