@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.diagnostics import diagnose_file
+from app.runs.imports import diagnose_path as diagnose_file
 
 # file -> (README reading, expected verdict, categories that must be >= warning,
 #          categories that must not be above info)

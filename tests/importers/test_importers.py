@@ -134,6 +134,6 @@ def test_missing_binary_and_directory(tmp_path):
 
 
 def test_diagnose_file_end_to_end(tmp_path):
-    from app.diagnostics import diagnose_file
+    from app.runs.imports import diagnose_path as diagnose_file
     d = diagnose_file(trainer_state(tmp_path))
     assert d.verdict == "healthy"
