@@ -87,3 +87,21 @@ def test_a_constant_reward_is_diagnosed_as_zero_spread(stack: Stack) -> None:
     assert categories & {"zero_reward_spread", "stalled"}, body
     assert "dead_reward_component" in categories
     assert body["verdict"] in ("warning", "critical")
+
+
+def test_cli_launches_a_spec_file(stack: Stack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import subprocess
+    import sys
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"name": "it-cli", "max_steps": 2, **TINY,
+                                "rewards": [{"name": "length_target", "params": {"target": 20}}]}))
+    out = subprocess.run([sys.executable, "-m", "app.cli", "launch", str(spec), "--url", stack.url],
+                         capture_output=True, text=True, check=True).stdout
+    run_id = int(out.split()[1])
+    assert stack.wait_for(run_id, {"succeeded", "failed", "cancelled"})["status"] == "succeeded"
+    spec.write_text(json.dumps({"name": "bad", "num_generations": 1}))
+    bad = subprocess.run([sys.executable, "-m", "app.cli", "launch", str(spec), "--url", stack.url],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 1 and "num_generations" in bad.stderr
