@@ -46,7 +46,7 @@ def main(n_steps: int) -> None:
         print(f"ingest {n_steps} steps x {len(names)} metrics: {time.perf_counter() - t:.2f} s")
         for _ in range(2):
             t = time.perf_counter()
-            ctx = _charts_context(db, run)
+            ctx = _charts_context(db, run, [])
             print(f"chart context: {time.perf_counter() - t:.3f} s, {len(ctx['charts'])} charts")
 
 

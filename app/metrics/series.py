@@ -28,7 +28,8 @@ class Series:
                 "values": [v if math.isfinite(v) else repr(v) for v in self.values]}
 
 
-def load_series(db: Session, run_id: int, names: list[str] | None = None) -> dict[str, Series]:
+def load_series(db: Session, run_id: int, names: list[str] | None = None,
+                after: int | None = None) -> dict[str, Series]:
     """Per metric name, its steps and values in step order (NaN/inf restored from ``raw``).
 
     Runs on the Core connection, not the ORM: a long run has hundreds of thousands of points
@@ -37,6 +38,8 @@ def load_series(db: Session, run_id: int, names: list[str] | None = None) -> dic
         MetricPoint.run_id == run_id)
     if names:
         stmt = stmt.where(MetricPoint.name.in_(names))
+    if after is not None:  # a live page asking only for what it has not drawn yet
+        stmt = stmt.where(MetricPoint.step > after)
     out: dict[str, Series] = {}
     current_name, series = None, Series()
     rows = db.connection().execute(stmt.order_by(MetricPoint.name, MetricPoint.step)).all()

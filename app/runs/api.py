@@ -55,10 +55,12 @@ def cancel(run_id: int, db: SessionDep) -> RunOut:
 def metrics(run_id: int, db: SessionDep,
             names: Annotated[str | None, Query(description="comma-separated metric names")] = None,
             max_points: Annotated[int | None, Query(ge=3, le=1_000_000)] = None,
+            after: Annotated[int | None, Query(description="only steps after this one")] = None,
             ) -> dict[str, dict[str, list[float | int | str | None]]]:
-    """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples."""
+    """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples;
+    ``after`` returns only newer steps (what a live chart appends)."""
     run_or_404(db, run_id)
     wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    series = load_series(db, run_id, wanted)
+    series = load_series(db, run_id, wanted, after)
     limit = max_points or 0
     return {name: (downsample(s, limit) if limit else s).to_json() for name, s in series.items()}

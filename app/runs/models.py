@@ -36,4 +36,5 @@ class Run(Base):
     traceback_tail: Mapped[str | None] = mapped_column(Text)
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[str | None] = mapped_column(String(16))  # healthy | warning | critical
+    metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
     diagnostics_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,6 +14,7 @@ from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.health.api import sort_findings
+from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
@@ -85,19 +88,31 @@ def _run_context(db: SessionDep, run: Run) -> dict[str, Any]:
             "refresh": get_settings().live_refresh_seconds}
 
 
-def _charts_context(db: SessionDep, run: Run) -> dict[str, Any]:
+def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
+    return {**_run_context(db, run), "findings": sort_findings(findings_for(db, run.id))}
+
+
+def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
     limit = get_settings().chart_max_points
     series = {n: downsample(s, limit) for n, s in load_series(db, run.id).items()}
-    findings = sort_findings(findings_for(db, run.id))
     marks = marks_by_panel([f.to_dict() for f in findings if f.active])
-    return {**_run_context(db, run), "charts": run_figures(series, marks), "findings": findings,
-            "version": data_version(run)}
+    after = max((s.steps[-1] for s in series.values() if s.steps), default=0)
+    return {**_run_context(db, run), "charts": run_figures(series, marks), "after": after,
+            "version": structure_version(run, findings)}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
-    return templates.TemplateResponse(request, "runs/detail.html", _charts_context(db, run))
+    context = _findings_context(db, run)
+    context.update(_charts_context(db, run, context["findings"]))
+    return templates.TemplateResponse(request, "runs/detail.html", context)
+
+
+@router.get("/runs/{run_id}/_findings", response_class=HTMLResponse)
+def findings_panel(run_id: int, request: Request, db: SessionDep) -> Response:
+    run = run_or_404(db, run_id)
+    return templates.TemplateResponse(request, "runs/_findings.html", _findings_context(db, run))
 
 
 @router.get("/runs/{run_id}/_status", response_class=HTMLResponse)
@@ -106,20 +121,25 @@ def status_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     return templates.TemplateResponse(request, "runs/_status.html", _run_context(db, run))
 
 
-def data_version(run: Run) -> str:
-    """Changes whenever the charts or findings could have: new metrics, or a new status."""
-    reported = run.last_report_at.timestamp() if run.last_report_at else 0
-    return f"{reported:.3f}-{run.status}"
+def structure_version(run: Run, findings: Sequence[FindingRecord]) -> str:
+    """Changes when the charts must be rebuilt: a new status, a new metric, a finding opened,
+    changed severity or resolved. New points alone don't: the page appends them."""
+    marks = sorted((f.category, f.metric_key, f.severity, f.first_step) for f in findings if f.active)
+    digest = hashlib.sha1(repr((run.status, run.metric_names, marks)).encode()).hexdigest()
+    return digest[:16]
 
 
 @router.get("/runs/{run_id}/_charts", response_class=HTMLResponse)
 def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = None) -> Response:
-    """Polled while a run is live; answers 204 (htmx keeps the panel) when nothing changed,
-    so a slow step (tens of seconds on a real model) costs no chart rebuilds."""
+    """Polled while a run is live; answers 204 (htmx keeps the panel) unless the charts' shape
+    changed, so a long run is not re-read every few seconds; new points come from
+    ``GET /api/runs/{id}/metrics?after=N`` (static/app.js)."""
     run = run_or_404(db, run_id)
-    if v is not None and v == data_version(run):
+    findings = findings_for(db, run.id)
+    if v is not None and v == structure_version(run, findings):
         return Response(status_code=204)
-    return templates.TemplateResponse(request, "runs/_charts.html", _charts_context(db, run))
+    return templates.TemplateResponse(request, "runs/_charts.html",
+                                      _charts_context(db, run, findings))
 
 
 @router.post("/runs/{run_id}/cancel", response_class=HTMLResponse)

@@ -104,15 +104,29 @@ def test_form_launches_and_redirects_to_the_run_page(client: TestClient) -> None
     assert "queued" in client.get("/runs").text
 
 
-def test_live_chart_poll_answers_204_when_nothing_changed(client: TestClient) -> None:
+def test_live_chart_poll_rebuilds_only_when_the_charts_shape_changes(client: TestClient) -> None:
     run_id, headers = running_run(client)
-    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
-                json={"rows": [{"step": 1, "metrics": {"reward": 0.1}}]})
+
+    def report(step: int, **metrics: float) -> None:
+        client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                    json={"rows": [{"step": step, "metrics": metrics}]})
+
+    report(1, reward=0.1)
     page = client.get(f"/runs/{run_id}").text
-    url = page.split(f'hx-get="/runs/{run_id}/_charts?v=', 1)[1].split('"', 1)[0]
-    poll = f"/runs/{run_id}/_charts?v={url}"
+    version = page.split(f'hx-get="/runs/{run_id}/_charts?v=', 1)[1].split('"', 1)[0]
+    poll = f"/runs/{run_id}/_charts?v={version}"
+    assert 'data-after="1"' in page
+    report(2, reward=0.2)  # new points only: the page appends them itself
     assert client.get(poll).status_code == 204
-    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
-                json={"rows": [{"step": 2, "metrics": {"reward": 0.2}}]})
+    report(3, reward=0.3, entropy=1.0)  # a new metric: a new chart, so rebuild
     fresh = client.get(poll)
-    assert fresh.status_code == 200 and 'id="chart-reward"' in fresh.text
+    assert fresh.status_code == 200 and 'id="chart-entropy"' in fresh.text
+    assert 'data-after="3"' in fresh.text
+
+
+def test_metrics_after_a_step_returns_only_newer_points(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers, json={"rows": [
+        {"step": s, "metrics": {"reward": s, "loss": 0.0}} for s in range(1, 6)]})
+    body = client.get(f"/api/runs/{run_id}/metrics", params={"after": 3, "names": "reward"}).json()
+    assert body == {"reward": {"steps": [4, 5], "values": [4.0, 5.0]}}
