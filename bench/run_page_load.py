@@ -25,7 +25,6 @@ def main(n_steps: int) -> None:
 
     from app.core.db import get_sessionmaker
     from app.metrics.ingest import ingest
-    from app.metrics.schemas import MetricRow
     from app.runs import service
     from app.runs.spec import RunSpec
     from app.runs.views import _charts_context
@@ -39,7 +38,7 @@ def main(n_steps: int) -> None:
         run, _ = service.create_run(db, spec=RunSpec(max_steps=n_steps))
         t = time.perf_counter()
         for start in range(1, n_steps + 1, 1000):
-            rows = [MetricRow(step=s, metrics={n: math.sin(s / 100 + i) for i, n in enumerate(names)})
+            rows = [(s, {n: math.sin(s / 100 + i) for i, n in enumerate(names)})
                     for s in range(start, min(start + 1000, n_steps + 1))]
             ingest(db, run, rows)
         db.commit()

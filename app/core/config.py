@@ -32,7 +32,6 @@ class Settings(BaseSettings):
         30.0, description="after a stop request, how long the trainer may take before it is killed"
     )
     control_poll_seconds: float = 1.0
-    report_flush_seconds: float = 2.0
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0
     rollout_max_steps: int = Field(

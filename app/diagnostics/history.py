@@ -15,7 +15,6 @@ a longer one is a level shift (its later points re-enter the buckets as the refe
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -208,7 +207,3 @@ class MetricHistory:
                 setattr(h, k, v)
         return h
 
-
-def finite_or_none(x: float | None) -> float | None:
-    """JSON has no NaN: helpers that may produce one go through this."""
-    return x if x is not None and math.isfinite(x) else None

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from app.metrics.names import normalize_row
-
-Row = tuple[int, dict[str, float]]
+from app.metrics.names import Row, normalize_row
 
 # Keys that describe the trainer, not the policy; they stay out of the metric rows.
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",

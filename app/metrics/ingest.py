@@ -7,16 +7,15 @@ points instead of duplicating them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.metrics.models import MetricPoint
-from app.metrics.names import normalize_row
-from app.metrics.schemas import MetricRow
+from app.metrics.names import Row
 from app.runs.models import Run
 
 
@@ -26,13 +25,13 @@ def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]
             "value": value if finite else None, "raw": None if finite else repr(value)}
 
 
-def to_points(run_id: int, rows: list[MetricRow]) -> list[dict[str, object]]:
-    """Flatten rows to point dicts under canonical metric names (old TRL spellings mapped,
-    text dropped, 'nan'/'inf' strings kept as floats); a later row for a (step, name) wins."""
+def to_points(run_id: int, rows: Sequence[Row]) -> list[dict[str, object]]:
+    """Flatten normalised rows (``names.normalize_row``) to point dicts; a later row for the
+    same (step, name) wins."""
     merged: dict[tuple[int, str], dict[str, object]] = {}
-    for row in rows:
-        for name, value in normalize_row(row.metrics).items():
-            merged[(row.step, name)] = _point(run_id, row.step, name, value)
+    for step, metrics in rows:
+        for name, value in metrics.items():
+            merged[(step, name)] = _point(run_id, step, name, value)
     return list(merged.values())
 
 
@@ -64,22 +63,13 @@ def _update_progress(run: Run, max_step: int, now: datetime) -> None:
     run.current_step = max(previous_step, max_step)
 
 
-def ingest(db: Session, run: Run, rows: list[MetricRow]) -> int:
-    """Store a batch and advance the run's progress; returns the number of points stored."""
+def ingest(db: Session, run: Run, rows: Sequence[Row]) -> int:
+    """Store normalised rows and advance the run's progress; returns the points stored."""
     points = to_points(run.id, rows)
     upsert_points(db, points)
     now = datetime.now(UTC)
     if rows:
-        _update_progress(run, max(r.step for r in rows), now)
+        _update_progress(run, max(step for step, _ in rows), now)
     run.last_report_at = now
     return len(points)
 
-
-def metric_names(db: Session, run_id: int) -> list[str]:
-    stmt = select(MetricPoint.name).where(MetricPoint.run_id == run_id).distinct()
-    return sorted(db.scalars(stmt).all())
-
-
-def point_count(db: Session, run_id: int) -> int:
-    stmt = select(func.count()).select_from(MetricPoint).where(MetricPoint.run_id == run_id)
-    return int(db.scalar(stmt) or 0)

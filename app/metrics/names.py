@@ -8,7 +8,6 @@ importers and the live metric path both pass rows through :func:`normalize_row`.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 EVAL_PREFIX = "eval_"
@@ -48,10 +47,6 @@ def canonical_name(name: str) -> str:
     return prefix + name
 
 
-def is_old_spelling(name: str) -> bool:
-    """True when ``name`` is a legacy spelling that a newer key in the same row overrides."""
-    return canonical_name(name) != name.strip()
-
 
 def to_float(value: object) -> float | None:
     """Numeric value of a logged metric, or None when it is not a number.
@@ -80,6 +75,9 @@ def to_float(value: object) -> float | None:
     return f if isinstance(f, float) else None
 
 
+Row = tuple[int, dict[str, float]]  # (step, canonical metric name -> value)
+
+
 def normalize_row(metrics: dict) -> dict[str, float]:
     """Canonical names and float values for one logged row; non-numeric values are dropped.
 
@@ -104,8 +102,3 @@ def normalize_row(metrics: dict) -> dict[str, float]:
         else:
             from_old.discard(name)
     return out
-
-
-def is_finite(value: float) -> bool:
-    """Small helper so callers do not import math just for this."""
-    return math.isfinite(value)

@@ -10,13 +10,16 @@ from sqlalchemy.orm import Session
 
 from app.health import service as health
 from app.metrics.ingest import ingest, to_points, upsert_points
-from app.metrics.names import normalize_row
+from app.metrics.names import Row, normalize_row
 from app.metrics.schemas import MetricRow
 from app.rollouts import service as rollouts
 from app.rollouts.schemas import RolloutStep
 from app.runs.models import Run
 
-Row = tuple[int, dict[str, float]]
+
+def normalized(rows: Sequence[MetricRow]) -> list[Row]:
+    """Wire rows -> (step, canonical name -> float): done once per batch, used by every stage."""
+    return [(r.step, normalize_row(r.metrics)) for r in rows]
 
 
 def merge_by_step(*row_lists: Sequence[Row]) -> list[Row]:
@@ -27,31 +30,29 @@ def merge_by_step(*row_lists: Sequence[Row]) -> list[Row]:
     return sorted(merged.items())
 
 
-def _note_names(run: Run, rows: Sequence[MetricRow]) -> None:
+def _note_names(run: Run, rows: Sequence[Row]) -> None:
     """Keep the run's set of metric names: a new one changes which charts the page draws."""
     known = set(run.metric_names or [])
-    seen = {name for r in rows for name in normalize_row(r.metrics)}
+    seen = {name for _, metrics in rows for name in metrics}
     if not seen <= known:
         run.metric_names = sorted(known | seen)
 
 
-def receive(db: Session, run: Run, rows: Sequence[MetricRow],
+def receive(db: Session, run: Run, rows: Sequence[Row],
             rollout_steps: Sequence[RolloutStep] = (), *, track_progress: bool = True) -> int:
-    """Store a batch and re-diagnose; returns the number of metric points stored."""
-    if track_progress:
-        accepted = ingest(db, run, list(rows))
-    else:
-        accepted = len(points := to_points(run.id, list(rows)))
-        upsert_points(db, points)
-    _note_names(run, rows)
+    """Store normalised rows and rollouts, then re-diagnose; returns the metric points stored.
+
+    ``track_progress=False`` for imports: their steps say nothing about a live run's pace.
+    """
     signal_rows = rollouts.store(db, run.id, rollout_steps)
-    if signal_rows:
-        signal_points = to_points(run.id, [MetricRow(step=s, metrics=m) for s, m in signal_rows])
-        upsert_points(db, signal_points)
-        accepted += len(signal_points)
-        _note_names(run, [MetricRow(step=s, metrics=m) for s, m in signal_rows])
-    metric_rows = [(r.step, normalize_row(r.metrics)) for r in rows]
-    diag_rows = merge_by_step(metric_rows, signal_rows)
-    if diag_rows:
-        health.observe(db, run, diag_rows)
+    all_rows = merge_by_step(rows, signal_rows)
+    if track_progress:
+        accepted = ingest(db, run, all_rows)
+    else:
+        points = to_points(run.id, all_rows)
+        upsert_points(db, points)
+        accepted = len(points)
+    _note_names(run, all_rows)
+    if all_rows:
+        health.observe(db, run, all_rows)
     return accepted

@@ -12,7 +12,6 @@ from app.diagnostics import Diagnosis, RunContext, diagnose
 from app.importers import LogFormatError, load_log
 from app.importers.completions import load_completions
 from app.metrics import pipeline
-from app.metrics.schemas import MetricRow
 from app.rollouts.schemas import RolloutStep
 from app.rollouts.signals import step_signals
 from app.runs import service
@@ -57,8 +56,7 @@ def import_log(db: Session, path: Path, name: str | None = None,
             **{k: v for k, v in log.meta.items() if isinstance(v, int | float | str)}}
     run = service.create_imported_run(db, name=name or source_name or log_path.name, spec=spec,
                                       max_step=last_step)
-    rows = [MetricRow(step=step, metrics=metrics) for step, metrics in log.rows]
-    pipeline.receive(db, run, rows, rollout_steps, track_progress=False)
+    pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)
     return run
 
 

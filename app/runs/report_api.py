@@ -71,7 +71,7 @@ def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
 def post_metrics(batch: MetricBatch, run: RunAuth, db: SessionDep) -> IngestReply:
     if run.status != lifecycle.Status.RUNNING:
         raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
-    accepted = pipeline.receive(db, run, batch.rows, batch.rollouts)
+    accepted = pipeline.receive(db, run, pipeline.normalized(batch.rows), batch.rollouts)
     db.commit()
     control = _control(run)
     return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.rollouts.signals import render_messages
+
 RewardFn = Callable[..., list[float | None]]
 
 
@@ -41,12 +43,9 @@ class RewardDef:
 
 
 def completion_text(completion: Any) -> str:
-    """TRL passes plain strings for text datasets and message lists for chat datasets."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
-    return str(completion)
+    """TRL passes plain strings for text datasets and message lists for chat datasets; the
+    reward sees the same text the rollout inspector shows."""
+    return render_messages(completion, roles=False)
 
 
 def _length_target(target: int = 20) -> RewardFn:
