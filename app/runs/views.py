@@ -83,13 +83,13 @@ async def create_run(request: Request, db: SessionDep) -> Response:
     return RedirectResponse(f"/runs/{run.id}", status_code=303)
 
 
-def _run_context(db: SessionDep, run: Run) -> dict[str, Any]:
+def _run_context(run: Run) -> dict[str, Any]:
     return {"run": run, "progress": progress(run), "live": lifecycle.is_live(run),
             "refresh": get_settings().live_refresh_seconds}
 
 
 def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
-    return {**_run_context(db, run), "findings": sort_findings(findings_for(db, run.id))}
+    return {**_run_context(run), "findings": sort_findings(findings_for(db, run.id))}
 
 
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord])
     series = {n: downsample(s, limit) for n, s in load_series(db, run.id).items()}
     marks = marks_by_panel([f.to_dict() for f in findings if f.active])
     after = max((s.steps[-1] for s in series.values() if s.steps), default=0)
-    return {**_run_context(db, run), "charts": run_figures(series, marks), "after": after,
+    return {**_run_context(run), "charts": run_figures(series, marks), "after": after,
             "version": structure_version(run, findings)}
 
 
@@ -118,7 +118,7 @@ def findings_panel(run_id: int, request: Request, db: SessionDep) -> Response:
 @router.get("/runs/{run_id}/_status", response_class=HTMLResponse)
 def status_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
-    return templates.TemplateResponse(request, "runs/_status.html", _run_context(db, run))
+    return templates.TemplateResponse(request, "runs/_status.html", _run_context(run))
 
 
 def structure_version(run: Run, findings: Sequence[FindingRecord]) -> str:
@@ -152,4 +152,4 @@ def cancel_run(run_id: int, request: Request, db: SessionDep) -> Response:
     except lifecycle.TransitionError as exc:
         flash = str(exc)
     return templates.TemplateResponse(request, "runs/_status.html",
-                                      {**_run_context(db, run), "flash": flash})
+                                      {**_run_context(run), "flash": flash})
