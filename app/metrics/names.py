@@ -8,6 +8,7 @@ importers and the live metric path both pass rows through :func:`normalize_row`.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 EVAL_PREFIX = "eval_"
@@ -58,10 +59,15 @@ def to_float(value: object) -> float | None:
     if t is float:
         return value  # type: ignore[return-value]
     if t is int:
-        return float(value)  # type: ignore[arg-type]
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an integer beyond 1.8e308, like JSON's 1e400, is infinite
+            return math.inf if value > 0 else -math.inf  # type: ignore[operator]
     if t is bool or value is None:
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return to_float(int(value))
+    if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
         try:
