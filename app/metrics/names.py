@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from app.core.fields import cleaned
+
 EVAL_PREFIX = "eval_"
 
 # Old name -> newest name (without the eval_ prefix).
@@ -92,12 +94,14 @@ def normalize_row(metrics: dict) -> dict[str, float]:
     """
     out: dict[str, float] = {}
     from_old: set[str] = set()
-    for key, value in metrics.items():
-        if not isinstance(key, str):
+    for raw_key, value in metrics.items():
+        if not isinstance(raw_key, str):
             continue
         v = to_float(value)
         if v is None:
             continue
+        # an imported log's keys may hold NUL or lone surrogates, which no database stores
+        key = raw_key if raw_key.isascii() and "\x00" not in raw_key else cleaned(raw_key)
         name = canonical_name(key)
         old = name != key.strip()
         if name in out and old and name not in from_old:
