@@ -66,10 +66,10 @@ LOG_BYTES = st.one_of(
                      b'{"log_history": [{"step": 1, "loss": NaN}], "max_steps": NaN}',
                      b'[{"step": 1, "reward": 1e400}, {"step": -5, "reward": 1}]',
                      b'{"step": 1, "reward": "\\ud800"}\n{"step": 2, "\\u0000": 1}',
-                     b"{'loss': 1.0, 'epoch': inf}\n{'train_runtime': 1e308, "
-                     b"'train_steps_per_second': 1e308}",
-                     b"{'loss': 1.0, 'epoch': 1}\n{'loss': 2.0, 'epoch': nan}\n"
-                     b"{'train_runtime': 10, 'train_steps_per_second': 0.4, 'epoch': 'x'}"]),
+                     (b"{'loss': 1.0, 'epoch': inf}\n{'train_runtime': 1e308, "
+                      b"'train_steps_per_second': 1e308}"),
+                     (b"{'loss': 1.0, 'epoch': 1}\n{'loss': 2.0, 'epoch': nan}\n"
+                      b"{'train_runtime': 10, 'train_steps_per_second': 0.4, 'epoch': 'x'}")]),
 )
 
 
