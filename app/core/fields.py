@@ -38,10 +38,17 @@ def Text(max_length: int, min_length: int = 0) -> type[str]:  # a type factory, 
                      AfterValidator(storable)]
 
 
-def CleanText(max_length: int) -> type[str]:
-    """Untrusted text of at most ``max_length`` characters, made storable rather than refused."""
-    return Annotated[str, StringConstraints(max_length=max_length),  # type: ignore[return-value]
-                     BeforeValidator(lambda v: cleaned(v) if isinstance(v, str) else v)]
+def CleanText(max_length: int, keep_tail: bool = False) -> type[str]:
+    """Untrusted text (model output, a worker's error) made storable and cut to ``max_length``
+    characters (the last ones with ``keep_tail``: a traceback's end says what failed) rather
+    than refused: a report must not be lost over its prose."""
+    def clip(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        text = cleaned(value)
+        return text[-max_length:] if keep_tail else text[:max_length]
+
+    return Annotated[str, BeforeValidator(clip)]  # type: ignore[return-value]
 
 
 def _finite_or_none(value: float | None) -> float | None:

@@ -13,7 +13,8 @@ MAX_STEP = 2**31
 
 
 class Completion(BaseModel):
-    # Model output is untrusted: what a database cannot store (NUL, lone surrogates) is replaced.
+    # Model output is untrusted: what a database cannot store (NUL, lone surrogates) is replaced,
+    # and text past 40,000 characters is cut (the worker sends at most 20,000).
     text: CleanText(MAX_TEXT * 2)
     rewards: dict[Text(200), FiniteOrNull] = Field(default_factory=dict, max_length=64)
     total: FiniteOrNull = None

@@ -44,7 +44,7 @@ class StartedIn(BaseModel):
 class FinishedIn(BaseModel):
     returncode: int = Field(ge=-(2**31), lt=2**31, description="an exit status or -signal")
     error: CleanText(16_000) | None = None
-    traceback_tail: CleanText(64_000) | None = None
+    traceback_tail: CleanText(64_000, keep_tail=True) | None = None
 
 
 class ControlOut(BaseModel):

@@ -167,3 +167,13 @@ def test_upload_limit_is_a_setting(client: TestClient, monkeypatch: pytest.Monke
     reply = small.post("/runs/import", files={"log": ("log.json", log)})
     assert reply.status_code == 413 and "9.76562 KiB" in reply.json()["detail"]
     assert client.get("/api/runs").json() == []
+
+
+def test_a_workers_long_error_is_cut_not_refused(client: TestClient) -> None:
+    """A run's end must not be lost over its prose: long error text is kept, cut."""
+    run_id, headers = running_run(client)
+    reply = client.post(f"/api/runs/{run_id}/finished", headers=headers, json={
+        "returncode": 1, "error": "E" * 50_000, "traceback_tail": "x" * 100_000 + "\x00Boom"})
+    assert reply.status_code == 200 and reply.json()["status"] == "failed"
+    run = client.get(f"/api/runs/{run_id}").json()
+    assert len(run["error"]) == 16_000 and run["traceback_tail"].endswith("\ufffdBoom")
