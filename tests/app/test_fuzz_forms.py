@@ -4,6 +4,7 @@ a redirect for any field values and any uploaded bytes, never a 5xx."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -83,5 +84,39 @@ def test_import_form_never_answers_5xx(client: TestClient) -> None:
                                follow_redirects=False)
         no_5xx(response, (name, log_name, log[:200], completions))
         assert response.status_code in (303, 413, 422)
+
+    fuzz()
+
+
+PAGES = ["/runs/{id}", "/runs/{id}/_charts", "/runs/{id}/_findings", "/runs/{id}/_status",
+         "/runs/{id}/rollouts", "/runs/{id}/rollouts/_groups", "/runs/{id}/rollouts/prompt/{key}"]
+QUERY_KEYS = ["v", "step", "outcome", "truncated", "component", "min_value", "max_value", "q",
+              "sort"]
+
+
+def test_pages_with_any_query_never_answer_5xx(client: TestClient) -> None:
+    """The run pages (not in the OpenAPI schema) with any query, for a run whose metrics and
+    rollouts hold NaN and inf."""
+    from tests.app.conftest import running_run
+
+    run_id, headers = running_run(client)
+    rows = [{"step": s, "metrics": {"reward": v, "kl": 0.1}}
+            for s, v in ((1, 0.5), (2, "nan"), (3, "inf"), (4, "-inf"))]
+    groups = [{"index": 0, "prompt": "p", "completions": [
+        {"text": "a", "rewards": {"r": 1.0}, "total": 1.0, "advantage": 0.5},
+        {"text": "b", "rewards": {"r": None}, "total": None, "advantage": -0.5}]}]
+    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                        json={"rows": rows, "rollouts": [{"step": 2, "groups": groups}]})
+    assert reply.status_code == 200
+
+    @FUZZ
+    @given(page=st.sampled_from(PAGES),
+           run=st.one_of(st.just(str(run_id)), st.sampled_from(["0", "-1", str(2**70), "x"])),
+           key=st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=70),
+           query=st.dictionaries(st.sampled_from(QUERY_KEYS), VALUE, max_size=4))
+    def fuzz(page: str, run: str, key: str, query: dict[str, str]) -> None:
+        url = page.format(id=run, key=quote(key, safe=""))
+        response = client.get(url, params=query)
+        no_5xx(response, (url, query))
 
     fuzz()

@@ -37,7 +37,7 @@ def test_steps_outside_the_storable_range_are_refused(client: TestClient, conten
 def test_non_finite_meta_long_names_and_odd_file_names_are_stored_safely(client: TestClient) -> None:
     content = b'{"log_history": [{"step": 1, "loss": NaN}], "max_steps": NaN, "logging_steps": 1}'
     reply = upload(client, content, filename="x" * 400 + ".json", name="n\x00" + "m" * 500,
-                   completions=[("..", b"not parquet")])
+                   completions=[("..", b"not parquet"), ("c" * 400, b"not parquet")])
     assert reply.status_code in (303, 422), reply.text
     if reply.status_code == 303:  # completions that are not parquet are refused with a reason
         run = client.get(f"/api/runs/{reply.headers['location'].rsplit('/', 1)[-1]}").json()
