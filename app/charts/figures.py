@@ -36,6 +36,7 @@ NONFINITE_Y = {"NaN": 0.5, "inf": 0.95, "-inf": 0.05}
 NONFINITE_AXIS: dict[str, Any] = {"overlaying": "y", "range": [0, 1], "visible": False,
                                   "fixedrange": True}
 MAX_NOTE_STEPS = 8  # steps listed per metric and kind under a chart; the rest are counted
+MAX_MARKERS = 1_000  # a run that diverged for good draws an evenly thinned row of markers
 
 
 def nonfinite_kind(value: float) -> str:
@@ -57,6 +58,7 @@ def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tu
 
 
 def _nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
+    points = points[::math.ceil(len(points) / MAX_MARKERS)]
     return {"type": "scatter", "x": [s for _, s, _ in points],
             "y": [NONFINITE_Y[k] for _, _, k in points], "yaxis": "y3",
             "name": NONFINITE_TRACE, "meta": "nonfinite", "mode": "markers+text",

@@ -21,7 +21,7 @@ from schemathesis import GenerationMode
 
 from tests.app.conftest import running_run
 
-FUZZ = settings(max_examples=100, deadline=None, database=None,
+FUZZ = settings(max_examples=80, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 
 # Values JSON parsers accept (Python's json.loads reads NaN, Infinity and 1e400 -> inf) that

@@ -73,3 +73,16 @@ def test_a_chart_with_finite_values_has_no_marker_or_note(client: TestClient) ->
     page = client.get(f"/runs/{run_id}").text
     assert all(t["name"] != "NaN/inf" for t in figures(page)["reward"]["data"])
     assert "nonfinite-" not in page
+
+
+def test_a_run_that_stays_nan_draws_a_bounded_row_of_markers() -> None:
+    from app.charts.figures import MAX_MARKERS, run_figures
+    from app.metrics.series import Series
+
+    steps = list(range(50_000))
+    series = {"reward": Series(steps=steps, values=[float("nan")] * len(steps))}
+    chart = run_figures(series)[0]
+    marker = next(t for t in chart["figure"]["data"] if t["name"] == "NaN/inf")
+    assert len(marker["x"]) <= MAX_MARKERS and marker["x"][0] == 0
+    assert chart["note"].startswith("50000 non-finite values: NaN at steps 0, 1, 2")
+    assert chart["note"].endswith("and 49992 more")
