@@ -11,6 +11,7 @@ import plotly
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.core import limits
 from app.core.config import ROOT
 from app.health import api as health_api
 from app.health.watch import watch_forever
@@ -36,6 +37,7 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app() -> FastAPI:
     app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
+    limits.install(app)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(health_api.router)

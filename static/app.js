@@ -17,17 +17,27 @@
   function traceNames(charts) {
     var names = [];
     charts.forEach(function (el) {
-      (el.data || []).forEach(function (t) { if (names.indexOf(t.name) < 0) names.push(t.name); });
+      (el.data || []).forEach(function (t) {
+        if (t.meta !== "nonfinite" && names.indexOf(t.name) < 0) names.push(t.name);
+      });
     });
     return names;
   }
 
-  function append(el, series) {
+  function append(el, series, seen) {
+    // NaN/inf arrive as strings ("nan", "inf"): drawn as gaps (null) here; seen.nonfinite asks
+    // for a re-render, which adds the server's NaN/inf markers and the note under the chart.
     var xs = [], ys = [], idx = [], last = -Infinity;
     (el.data || []).forEach(function (t, i) {
       var s = series[t.name];
-      if (s && s.steps.length) {
-        xs.push(s.steps); ys.push(s.values); idx.push(i);
+      if (t.meta !== "nonfinite" && s && s.steps.length) {
+        xs.push(s.steps);
+        ys.push(s.values.map(function (v) {
+          if (typeof v === "number") return v;
+          seen.nonfinite = true;
+          return null;
+        }));
+        idx.push(i);
         last = Math.max(last, s.steps[s.steps.length - 1]);
       }
     });
@@ -55,11 +65,15 @@
       "&names=" + encodeURIComponent(names.join(","));
     fetch(url).then(function (r) { return r.ok ? r.json() : null; }).then(function (series) {
       if (!series || document.getElementById("charts-panel") !== panel) return;
-      var last = before;
-      charts.forEach(function (el) { last = Math.max(last, append(el, series)); });
+      var last = before, seen = { nonfinite: false };
+      charts.forEach(function (el) { last = Math.max(last, append(el, series, seen)); });
       if (last > before) {
         charts.forEach(function (el) { stretchMarks(el, before, last); });
         panel.dataset.after = String(last);
+      }
+      if (seen.nonfinite && typeof htmx !== "undefined") {
+        htmx.ajax("GET", "/runs/" + panel.dataset.run + "/_charts",
+                  { target: panel, swap: "outerHTML" });
       }
     }).catch(function () { /* the next poll retries */ });
   }

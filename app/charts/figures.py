@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from app.charts.panels import PANELS, Panel, names_for
@@ -27,10 +29,61 @@ PLAIN_LAYOUT: dict[str, Any] = {
 }
 MARK_COLORS = {"critical": "rgba(220,38,38,0.15)", "warning": "rgba(234,179,8,0.18)"}
 
+# Non-finite values (a diverging run logs NaN/inf) are gaps in their line, and a red marker on a
+# hidden 0..1 axis shows where: inf at the top, -inf at the bottom, NaN in the middle.
+NONFINITE_TRACE = "NaN/inf"
+NONFINITE_Y = {"NaN": 0.5, "inf": 0.95, "-inf": 0.05}
+NONFINITE_AXIS: dict[str, Any] = {"overlaying": "y", "range": [0, 1], "visible": False,
+                                  "fixedrange": True}
+MAX_NOTE_STEPS = 8  # steps listed per metric and kind under a chart; the rest are counted
+MAX_MARKERS = 1_000  # a run that diverged for good draws an evenly thinned row of markers
+
+
+def nonfinite_kind(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
 
 def _trace(name: str, series: Series, secondary: bool) -> dict[str, Any]:
-    return {"type": "scatter", "x": series.steps, "y": series.values, "name": name,
+    """One metric's line; non-finite values become gaps (null: JSON has no NaN)."""
+    values = [v if math.isfinite(v) else None for v in series.values]
+    return {"type": "scatter", "x": series.steps, "y": values, "name": name,
             "mode": "lines+markers", "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
+
+
+def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tuple[str, int, str]]:
+    """(metric, step, kind) for every non-finite value of the named series."""
+    return [(name, step, nonfinite_kind(v)) for name in names
+            for step, v in zip(series[name].steps, series[name].values, strict=True)
+            if not math.isfinite(v)]
+
+
+def _nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
+    points = points[::math.ceil(len(points) / MAX_MARKERS)]
+    return {"type": "scatter", "x": [s for _, s, _ in points],
+            "y": [NONFINITE_Y[k] for _, _, k in points], "yaxis": "y3",
+            "name": NONFINITE_TRACE, "meta": "nonfinite", "mode": "markers+text",
+            "text": [k for _, _, k in points], "textposition": "top center",
+            "textfont": {"size": 9, "color": "#b91c1c"},
+            "marker": {"symbol": "x", "size": 9, "color": "#dc2626"},
+            "hovertext": [f"{n}: {k} at step {s}" for n, s, k in points], "hoverinfo": "text"}
+
+
+def nonfinite_note(points: list[tuple[str, int, str]], several: bool) -> str | None:
+    """'3 non-finite values: NaN at steps 12, 13; inf at 40' (with metric names when a chart
+    draws several metrics)."""
+    if not points:
+        return None
+    groups: dict[tuple[str, str], list[int]] = {}
+    for name, step, kind in points:
+        groups.setdefault((name, kind), []).append(step)
+    parts = []
+    for (name, kind), steps in groups.items():
+        shown = ", ".join(str(s) for s in steps[:MAX_NOTE_STEPS])
+        more = f" and {len(steps) - MAX_NOTE_STEPS} more" if len(steps) > MAX_NOTE_STEPS else ""
+        label = f"{kind} in {name}" if several else kind
+        parts.append(f"{label} at step{'s' if len(steps) > 1 else ''} {shown}{more}")
+    count = len(points)
+    return f"{count} non-finite value{'s' if count > 1 else ''}: {'; '.join(parts)}"
 
 
 def _mark(mark: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -62,6 +115,10 @@ def figure(panel: Panel, series: dict[str, Series],
     layout["annotations"] = [note for _, note in shapes_notes]
     data = ([_trace(n, series[n], False) for n in primary]
             + [_trace(n, series[n], True) for n in secondary])
+    points = nonfinite_points(primary + secondary, series)
+    if points:
+        data.append(_nonfinite_trace(points))
+        layout["yaxis3"] = NONFINITE_AXIS
     return {"data": data, "layout": layout}
 
 
@@ -84,10 +141,14 @@ def marks_by_panel(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, A
 
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """All charts a run has data for, each as {key, title, figure}."""
+    """All charts a run has data for, each as {key, title, figure, note}; the note lists the
+    chart's non-finite values (None when all are finite)."""
     out = []
     for panel in PANELS:
         fig = figure(panel, series, (marks or {}).get(panel.key))
         if fig is not None:
-            out.append({"key": panel.key, "title": panel.title, "figure": fig})
+            primary, secondary = names_for(panel, sorted(series))
+            note = nonfinite_note(nonfinite_points(primary + secondary, series),
+                                  several=len(primary) + len(secondary) > 1)
+            out.append({"key": panel.key, "title": panel.title, "figure": fig, "note": note})
     return out

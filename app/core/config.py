@@ -37,6 +37,15 @@ class Settings(BaseSettings):
     rollout_max_steps: int = Field(
         200, description="captured rollout steps kept per run; older ones are thinned out")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
+    max_body_bytes: int = Field(
+        256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "
+        "spec is a few hundred bytes); larger bodies get 413 before they are read")
+    ingest_max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=0, description="request body limit of the report API (metric "
+        "batches and captured rollouts; a default capture is ~0.3 MB per step)")
+    upload_max_body_bytes: int = Field(
+        200 * 1024 * 1024, ge=0, description="request body limit of the log import form "
+        "(a trainer_state.json plus its completions parquet files)")
 
 
 @lru_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Any
 
@@ -25,9 +26,27 @@ def when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "—"
 
 
+def finite_or_null(value: Any) -> Any:
+    """The same structure with NaN/inf floats as None: JSON (and JSON.parse) has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
 def to_json_attr(value: Any) -> str:
-    """JSON for a data- attribute; Jinja's autoescape then makes it safe inside the quotes."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    """JSON for a data- attribute; Jinja's autoescape then makes it safe inside the quotes.
+
+    Chart builders already turn non-finite values into gaps; anything that slips through
+    becomes null rather than a page that answers 500."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        return json.dumps(finite_or_null(value), separators=(",", ":"), allow_nan=False,
+                          default=str)
 
 
 templates = Jinja2Templates(directory=str(ROOT / "templates"))

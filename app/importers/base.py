@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from app.metrics.names import Row, normalize_row
 
+# A step is a trainer's global step: two billion is beyond any run, and what a 32-bit integer
+# column holds (the same bound as the report API's).
+MAX_STEP = 2**31
+
 # Keys that describe the trainer, not the policy; they stay out of the metric rows.
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "train_loss", "total_flos"})
@@ -32,6 +36,15 @@ class ImportedLog:
     rows: list[Row]
     source_format: str
     meta: dict = field(default_factory=dict)
+
+
+def check_steps(log: ImportedLog, path: str) -> ImportedLog:
+    """Refuse a log whose steps fall outside 0 <= step < 2**31 (nothing could store them)."""
+    bad = [s for s, _ in log.rows if not 0 <= s < MAX_STEP]
+    if bad:
+        raise LogFormatError(path, f"step {bad[0]} is out of range: steps run from 0 to "
+                                   f"{MAX_STEP - 1}")
+    return log
 
 
 def is_summary_row(d: dict) -> bool:
@@ -79,6 +92,6 @@ def step_of(d: dict) -> int | None:
         if isinstance(v, (int, float)) or (isinstance(v, str) and v.strip().lstrip("-").isdigit()):
             try:
                 return int(float(v))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # NaN, inf
                 return None
     return None

@@ -26,7 +26,7 @@ from numbers import Real
 from pathlib import Path
 from typing import Any
 
-from app.importers.base import LogFormatError
+from app.importers.base import MAX_STEP, LogFormatError
 from app.rollouts.signals import render_messages
 
 MAX_TEXT_CHARS = 20_000
@@ -52,6 +52,16 @@ def _num(value: Any) -> float | None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
+
+
+def _step(value: Any, file: Path) -> int:
+    """A row's step: a whole number in 0 <= step < 2**31 (what the run stores), else a reason."""
+    number = _num(value)
+    if number is None or not math.isfinite(number) or number != int(number) \
+            or not 0 <= number < MAX_STEP:
+        raise LogFormatError(str(file), f"step {value!r:.40} is not a step number "
+                                        f"(0 to {MAX_STEP - 1})")
+    return int(number)
 
 
 def _is_numeric(column: Any) -> bool:
@@ -84,7 +94,7 @@ def _read(file: Path) -> list[dict[str, Any]]:
         comps = {str(n): _num(rec[n]) for n in rewards}
         present = [v for v in comps.values() if v is not None]
         rows.append({
-            "step": int(rec["step"]),
+            "step": _step(rec["step"], file),
             "prompt": render_messages(rec["prompt"])[:MAX_TEXT_CHARS],
             "completion": {
                 "text": render_messages(rec["completion"], roles=False)[:MAX_TEXT_CHARS],

@@ -21,9 +21,17 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import re
 
-from app.importers.base import ImportedLog, LogFormatError, is_summary_row, merge_rows, step_of
+from app.importers.base import (
+    MAX_STEP,
+    ImportedLog,
+    LogFormatError,
+    is_summary_row,
+    merge_rows,
+    step_of,
+)
 
 _BAR = re.compile(r"(\d+)/(\d+) \[")
 _METRIC_HINTS = ("loss", "reward", "train_runtime", "kl", "entropy", "grad_norm")
@@ -92,9 +100,18 @@ def _total_steps(summary: dict | None) -> int | None:
         return None
     try:
         total = float(summary["train_runtime"]) * float(summary["train_steps_per_second"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
-    return round(total) if total >= 1 else None
+    return round(total) if 1 <= total < MAX_STEP else None
+
+
+def _number(value: object) -> float | None:
+    """A finite float from a logged value, or None."""
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _infer_steps(text: str, rows: list[tuple[int, dict]], summary: dict | None,
@@ -108,8 +125,8 @@ def _infer_steps(text: str, rows: list[tuple[int, dict]], summary: dict | None,
         return bar, "tqdm"
     total = _total_steps(summary)
     epochs = [d.get("epoch") for d in dicts]
-    if total and all(isinstance(e, (int, float)) for e in epochs):
-        final = float(summary.get("epoch") or epochs[-1]) if summary else float(epochs[-1])
+    if total and all(isinstance(e, (int, float)) and math.isfinite(e) for e in epochs):
+        final = _number(summary.get("epoch") if summary else None) or float(epochs[-1])
         if final > 0 and all(b > a for a, b in itertools.pairwise(epochs)):
             return [max(1, round(float(e) / final * total)) for e in epochs], "epoch"
     interval = logging_steps

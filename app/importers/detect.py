@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from app.importers import console, json_rows, jsonl, trainer_state
-from app.importers.base import ImportedLog, LogFormatError
+from app.importers.base import ImportedLog, LogFormatError, check_steps
 
 MAX_BYTES = 512 * 1024 * 1024  # refuse absurd files rather than exhaust memory
 
@@ -61,4 +61,4 @@ def load_log(path: str | Path, logging_steps: int = 1) -> ImportedLog:
 def _non_empty(log: ImportedLog, p: Path) -> ImportedLog:
     if not log.rows:
         raise LogFormatError(str(p), f"{log.source_format} file holds no metric rows")
-    return log
+    return check_steps(log, str(p))

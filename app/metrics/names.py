@@ -8,7 +8,10 @@ importers and the live metric path both pass rows through :func:`normalize_row`.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
+
+from app.core.fields import cleaned
 
 EVAL_PREFIX = "eval_"
 
@@ -58,10 +61,15 @@ def to_float(value: object) -> float | None:
     if t is float:
         return value  # type: ignore[return-value]
     if t is int:
-        return float(value)  # type: ignore[arg-type]
+        try:
+            return float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an integer beyond 1.8e308, like JSON's 1e400, is infinite
+            return math.inf if value > 0 else -math.inf  # type: ignore[operator]
     if t is bool or value is None:
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return to_float(int(value))
+    if isinstance(value, float):
         return float(value)
     if isinstance(value, str):
         try:
@@ -86,12 +94,14 @@ def normalize_row(metrics: dict) -> dict[str, float]:
     """
     out: dict[str, float] = {}
     from_old: set[str] = set()
-    for key, value in metrics.items():
-        if not isinstance(key, str):
+    for raw_key, value in metrics.items():
+        if not isinstance(raw_key, str):
             continue
         v = to_float(value)
         if v is None:
             continue
+        # an imported log's keys may hold NUL or lone surrogates, which no database stores
+        key = raw_key if raw_key.isascii() and "\x00" not in raw_key else cleaned(raw_key)
         name = canonical_name(key)
         old = name != key.strip()
         if name in out and old and name not in from_old:

@@ -55,7 +55,8 @@ def cancel(run_id: int, db: SessionDep) -> RunOut:
 def metrics(run_id: int, db: SessionDep,
             names: Annotated[str | None, Query(description="comma-separated metric names")] = None,
             max_points: Annotated[int | None, Query(ge=3, le=1_000_000)] = None,
-            after: Annotated[int | None, Query(description="only steps after this one")] = None,
+            after: Annotated[int | None, Query(ge=-1, lt=2**31,
+                                               description="only steps after this one")] = None,
             ) -> dict[str, dict[str, list[float | int | str | None]]]:
     """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples;
     ``after`` returns only newer steps (what a live chart appends)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -10,22 +11,34 @@ from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.core.db import SessionDep
+from app.core.fields import cleaned
 from app.core.templating import templates
 from app.importers import LogFormatError
 from app.runs.imports import import_log
 
 router = APIRouter(include_in_schema=False)
-MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+# The whole upload is bounded by GRPODECK_UPLOAD_MAX_BODY_BYTES (app.core.limits) before it is
+# read; the run's name is what a run record holds.
+MAX_NAME = 120
+COMPLETIONS_NAME = re.compile(r"completions_\d{1,10}\.parquet")
+SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}")
+
+
+def _safe_name(filename: str, index: int) -> str:
+    """TRL's ``completions_<step>.parquet`` name (the step may only be in the name); anything
+    else (``..``, NUL, 300 characters) gets a neutral name of its own."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return base if COMPLETIONS_NAME.fullmatch(base) else f"upload_{index}.parquet"
 
 
 async def _save_completions(folder: Path, files: list[UploadFile]) -> Path | None:
-    """Keep the uploaded parquet files under their own names (the step is in the name)."""
+    """Keep the uploaded parquet files, each under a name that is safe to write."""
     files = [f for f in files if f.filename]
     if not files:
         return None
     folder.mkdir()
-    for f in files:
-        (folder / Path(f.filename or "completions.parquet").name).write_bytes(await f.read())
+    for i, f in enumerate(files):
+        (folder / _safe_name(f.filename or "", i)).write_bytes(await f.read())
     return folder
 
 
@@ -39,21 +52,20 @@ async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadF
                         name: Annotated[str, Form()] = "",
                         completions: Annotated[list[UploadFile] | None, File()] = None,
                         ) -> Response:
-    data = await log.read(MAX_UPLOAD_BYTES + 1)
-    error = "the file is larger than 200 MB" if len(data) > MAX_UPLOAD_BYTES else None
-    if error is None:
-        suffix = Path(log.filename or "log").suffix
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"upload{suffix}"
-            path.write_bytes(data)
-            folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
-            try:
-                run = import_log(db, path, name.strip() or log.filename or "imported log",
-                                 source_name=log.filename, completions=folder)
-            except LogFormatError as exc:
-                error = exc.reason
-            else:
-                db.commit()
-                return RedirectResponse(f"/runs/{run.id}", status_code=303)
+    data = await log.read()
+    source = cleaned(log.filename or "log")[:MAX_NAME]
+    name = cleaned(name.strip())[:MAX_NAME] or source
+    suffix = Path(source).suffix if SUFFIX.fullmatch(Path(source).suffix) else ".log"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"upload{suffix}"
+        path.write_bytes(data)
+        folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
+        try:
+            run = import_log(db, path, name, source_name=source, completions=folder)
+        except LogFormatError as exc:
+            error = exc.reason
+        else:
+            db.commit()
+            return RedirectResponse(f"/runs/{run.id}", status_code=303)
     return templates.TemplateResponse(request, "runs/import.html",
                                       {"error": error, "name": name}, status_code=422)

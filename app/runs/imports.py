@@ -4,10 +4,12 @@ TRL wrote them (``log_completions=True``), its ``completions/completions_<step>.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from app.core.fields import cleaned
 from app.diagnostics import Diagnosis, RunContext, diagnose
 from app.importers import LogFormatError, load_log
 from app.importers.completions import load_completions
@@ -39,6 +41,21 @@ def locate(path: Path) -> tuple[Path, Path | None]:
     return log, None
 
 
+def _storable_meta(meta: dict) -> dict[str, int | float | str]:
+    """The log's own settings worth keeping (max_steps, logging_steps...): plain values only,
+    finite (a JSON column has no NaN), bounded, and without text a database cannot store."""
+    out: dict[str, int | float | str] = {}
+    for key, value in meta.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            continue
+        if isinstance(value, int) and not -(2**53) < value < 2**53:
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        out[cleaned(str(key))[:100]] = cleaned(value)[:200] if isinstance(value, str) else value
+    return out
+
+
 def import_log(db: Session, path: Path, name: str | None = None,
                source_name: str | None = None, completions: Path | None = None) -> Run:
     """Raises app.importers.LogFormatError (nothing stored) when a file can't be read.
@@ -52,8 +69,7 @@ def import_log(db: Session, path: Path, name: str | None = None,
                      if completions else [])
     last_step = log.rows[-1][0]
     spec = {"source_file": source_name or log_path.name, "source_format": log.source_format,
-            "rollout_steps": len(rollout_steps),
-            **{k: v for k, v in log.meta.items() if isinstance(v, int | float | str)}}
+            "rollout_steps": len(rollout_steps), **_storable_meta(log.meta)}
     run = service.create_imported_run(db, name=name or source_name or log_path.name, spec=spec,
                                       max_step=last_step)
     pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.core.db import SessionDep
+from app.core.fields import CleanText
 from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
@@ -36,14 +37,14 @@ RunAuth = Annotated[Run, Depends(authorised_run)]
 
 
 class StartedIn(BaseModel):
-    pid: int | None = None
-    host: str | None = None
+    pid: int | None = Field(None, ge=0, lt=2**31, description="a process id (pid_t)")
+    host: CleanText(255) | None = None
 
 
 class FinishedIn(BaseModel):
-    returncode: int
-    error: str | None = None
-    traceback_tail: str | None = None
+    returncode: int = Field(ge=-(2**31), lt=2**31, description="an exit status or -signal")
+    error: CleanText(16_000) | None = None
+    traceback_tail: CleanText(64_000, keep_tail=True) | None = None
 
 
 class ControlOut(BaseModel):

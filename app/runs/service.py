@@ -47,6 +47,9 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
 
 
 def get_run(db: Session, run_id: int) -> Run | None:
+    """None for an id no integer column holds (2**70 in a URL is a 404, not a database error)."""
+    if not 0 < run_id < 2**31:
+        return None
     return db.get(Run, run_id)
 
 

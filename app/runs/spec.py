@@ -13,18 +13,44 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.core.fields import Text, storable
 from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, DEFAULT_DATASET, DEFAULT_MODEL
 from worker.rewards.registry import REWARDS, coerce_params
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
+# Upper bounds: what TRL 1.16 and one accelerator can run, so a typo (1e30) is refused at
+# launch instead of breaking the run on the worker. Floats are finite everywhere
+# (``allow_inf_nan=False``): a NaN weight or learning rate trains nothing and loses the run.
+MAX_STEPS = 1_000_000  # a million optimizer steps: months on one GPU
+MAX_TOKENS = 131_072  # the longest context windows of current open models (128k)
+MAX_BATCH = 4_096  # completions per device step; far beyond what one H200 holds in activations
+MAX_SEED = 2**32 - 1  # numpy's seed range (transformers.set_seed seeds numpy too)
+MAX_PATH = 1_024  # a hub id is at most 96 characters; a local path well under PATH_MAX
+
+
+def _is_dir(path: str) -> bool:
+    """False, not OSError, for a name too long for the file system (ENAMETOOLONG)."""
+    try:
+        return Path(path).is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except OSError:
+        return False
+
 
 class RewardSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str
-    weight: float = 1.0
-    params: dict[str, Any] = Field(default_factory=dict)
+    name: Text(64)
+    weight: float = Field(1.0, ge=-1_000, le=1_000,
+                          description="TRL reward_weights entry; finite, |weight| <= 1000")
+    params: dict[Text(64), Any] = Field(default_factory=dict, max_length=16)
 
     @model_validator(mode="after")
     def _known_reward(self) -> RewardSpec:
@@ -32,39 +58,44 @@ class RewardSpec(BaseModel):
         if reward is None:
             raise ValueError(f"unknown reward function {self.name!r}; known: {', '.join(REWARDS)}")
         self.params = coerce_params(reward, self.params)
+        for value in self.params.values():
+            if isinstance(value, str):
+                storable(value)
         return self
 
 
 class RunSpec(BaseModel):
     """Everything needed to reproduce a run. Defaults run out of the box on CPU."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = Field("grpo-run", min_length=1, max_length=120)
-    model: str = DEFAULT_MODEL
-    dataset: str = DEFAULT_DATASET
-    dataset_config: str | None = None
-    train_split: str = "train"
-    eval_split: str | None = None
+    name: Text(120, min_length=1) = "grpo-run"
+    model: Text(MAX_PATH) = DEFAULT_MODEL
+    dataset: Text(MAX_PATH) = DEFAULT_DATASET
+    dataset_config: Text(200) | None = Field(None, description="hub dataset configuration name")
+    train_split: Text(200) = "train"
+    eval_split: Text(200) | None = None
     rewards: list[RewardSpec] = Field(
         default_factory=lambda: [RewardSpec(name="length_target", params={"target": 20})],
-        min_length=1,
+        min_length=1, max_length=16,
     )
     num_generations: int = Field(4, ge=2, le=64, description="group size G")
     per_device_train_batch_size: int | None = Field(
-        None, ge=1, description="completions per step; default one group (= num_generations)"
+        None, ge=1, le=MAX_BATCH,
+        description="completions per step; default one group (= num_generations)"
     )
-    max_steps: int = Field(20, ge=1, le=1_000_000)
+    max_steps: int = Field(20, ge=1, le=MAX_STEPS)
     learning_rate: float = Field(1e-5, gt=0, le=1.0)
-    beta: float = Field(0.04, ge=0, description="KL coefficient; 0 disables the reference model")
+    beta: float = Field(0.04, ge=0, le=10, description="KL coefficient; 0 disables the reference "
+                        "model; above ~1 the KL term outweighs any reward")
     epsilon: float = Field(0.2, gt=0, lt=1)
-    max_prompt_length: int | None = Field(None, ge=1)
+    max_prompt_length: int | None = Field(None, ge=1, le=MAX_TOKENS)
     max_completion_length: int = Field(32, ge=1, le=32_768)
     temperature: float = Field(1.0, gt=0, le=5)
     scale_rewards: Literal["group", "batch", "none"] = "group"
-    logging_steps: int = Field(1, ge=1)
-    eval_steps: int | None = Field(None, ge=1)
-    seed: int = Field(42, ge=0)
+    logging_steps: int = Field(1, ge=1, le=MAX_STEPS)
+    eval_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
+    seed: int = Field(42, ge=0, le=MAX_SEED, description="below 2**32 (numpy's seed range)")
     rollout_every: int = Field(
         1, ge=1, le=10_000, description="capture rollouts at every Nth logging step")
     rollout_groups: int = Field(
@@ -87,7 +118,7 @@ class RunSpec(BaseModel):
             if v not in BUILTIN_MODELS:
                 raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
             return v
-        if Path(v).is_dir():
+        if _is_dir(v):
             if not (Path(v) / "config.json").exists():
                 raise ValueError("local model directory has no config.json")
             return v
@@ -105,7 +136,7 @@ class RunSpec(BaseModel):
                 raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
             return v
         if v.endswith((".jsonl", ".json")):
-            if not Path(v).is_file():
+            if not _is_file(v):
                 raise ValueError("dataset file not found")
             return v
         if HUB_ID.match(v):

@@ -7,6 +7,7 @@ registry without loading any ML stack. Each reward follows TRL's calling convent
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,11 @@ class RewardParam:
     default: Any
     help: str
     minimum: float | None = None
+    maximum: float | None = None
+
+
+# A text parameter (a tag name) is short; numbers must be finite (a NaN target scores nothing).
+MAX_PARAM_TEXT = 200
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,8 @@ REWARDS: dict[str, RewardDef] = {
             "The seed's dummy reward: minus the distance of the completion's length in "
             "characters from the target, divided by the target.",
             _length_target,
-            (RewardParam("target", int, 20, "target length in characters", minimum=1),),
+            (RewardParam("target", int, 20, "target length in characters", minimum=1,
+                         maximum=1_000_000),),
         ),
         RewardDef(
             "format_tag", "Has <tag>...</tag>",
@@ -122,13 +129,15 @@ REWARDS: dict[str, RewardDef] = {
             "constant", "Constant",
             "Always the same value: no spread, teaches nothing (useful to see a stall).",
             _constant,
-            (RewardParam("value", float, 0.0, "the reward every completion gets"),),
+            (RewardParam("value", float, 0.0, "the reward every completion gets",
+                         minimum=-1e6, maximum=1e6),),
         ),
         RewardDef(
             "debug_raise", "Raise an error (debug)",
             "Raises after N calls: checks how a failing reward function is reported.",
             _debug_raise,
-            (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0),),
+            (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0,
+                         maximum=1_000_000_000),),
         ),
     ]
 }
@@ -145,9 +154,15 @@ def coerce_params(reward: RewardDef, params: dict[str, Any]) -> dict[str, Any]:
         raw = params.get(p.name, p.default)
         try:
             value = p.kind(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # int(inf) overflows
             raise ValueError(f"{reward.name}.{p.name} must be a {p.kind.__name__}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{reward.name}.{p.name} must be a finite number")
+        if isinstance(value, str) and len(value) > MAX_PARAM_TEXT:
+            raise ValueError(f"{reward.name}.{p.name} must be at most {MAX_PARAM_TEXT} characters")
         if p.minimum is not None and value < p.minimum:
             raise ValueError(f"{reward.name}.{p.name} must be >= {p.minimum}")
+        if p.maximum is not None and value > p.maximum:
+            raise ValueError(f"{reward.name}.{p.name} must be <= {p.maximum}")
         out[p.name] = value
     return out
