@@ -11,6 +11,7 @@ import plotly
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.auth import views as auth_views
 from app.core.config import ROOT
 from app.health import api as health_api
 from app.health.watch import watch_forever
@@ -18,6 +19,7 @@ from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import import_views, report_api, views
+from app.security import install as install_security
 
 HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
 PLOTLY_DIST = Path(plotly.__file__).parent / "package_data"
@@ -43,6 +45,8 @@ def create_app() -> FastAPI:
     app.include_router(rollout_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(views.router)
+    app.include_router(auth_views.router)
+    install_security(app, token_routers=[report_api.router])
     app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
     app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")
     app.mount("/static/plotly", StaticFiles(directory=PLOTLY_DIST), name="plotly")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,14 @@ class Settings(BaseSettings):
     rollout_max_steps: int = Field(
         200, description="captured rollout steps kept per run; older ones are thinned out")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
+    auth: Literal["auto", "on", "off"] = Field(
+        "auto", description="auto: login is skipped only for requests to a loopback address while "
+        "no account exists (development mode); on: always log in; off: never log in (loopback "
+        "only; serving on another address refuses to start)")
+    session_days: float = Field(14.0, description="how long a browser login lasts")
+    trusted_origins: list[str] = Field(
+        [], description="other origins (scheme://host:port) whose pages may post to this app, "
+        "e.g. a reverse proxy's public address when it rewrites Host")
 
 
 @lru_cache

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
+from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
@@ -25,8 +26,8 @@ def run_or_404(db: SessionDep, run_id: int) -> Run:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=LaunchedOut)
-def create(spec: RunSpec, db: SessionDep) -> LaunchedOut:
-    run = launch(db, spec)
+def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity) -> LaunchedOut:
+    run = launch(db, spec, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 
 
@@ -40,9 +41,11 @@ def get_one(run_id: int, db: SessionDep) -> RunOut:
     return RunOut.of(run_or_404(db, run_id))
 
 
-@router.post("/{run_id}/cancel", response_model=RunOut)
-def cancel(run_id: int, db: SessionDep) -> RunOut:
+@router.post("/{run_id}/cancel", response_model=RunOut,
+             responses={403: {"description": "only the run's creator or an admin may cancel"}})
+def cancel(run_id: int, db: SessionDep, identity: CurrentIdentity) -> RunOut:
     run = run_or_404(db, run_id)
+    require_manage(identity, run)
     try:
         lifecycle.request_cancel(run)
     except lifecycle.TransitionError as exc:

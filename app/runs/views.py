@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import html
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
 from app.core.config import get_settings
 from app.core.db import SessionDep
@@ -73,13 +75,13 @@ def new_run_form(request: Request) -> Response:
 
 
 @router.post("/runs/new", response_class=HTMLResponse)
-async def create_run(request: Request, db: SessionDep) -> Response:
+async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
     spec, errors = validate_form(form)
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html", _form_context(form, errors),
                                           status_code=422)
-    run = launch(db, spec)
+    run = launch(db, spec, created_by=identity.user_id)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)
 
 
@@ -143,8 +145,12 @@ def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = 
 
 
 @router.post("/runs/{run_id}/cancel", response_class=HTMLResponse)
-def cancel_run(run_id: int, request: Request, db: SessionDep) -> Response:
+def cancel_run(run_id: int, request: Request, db: SessionDep,
+               identity: CurrentIdentity) -> Response:
     run = run_or_404(db, run_id)
+    if (reason := identity.manage_refusal(run)) is not None:
+        return HTMLResponse(f'<div class="alert critical">{html.escape(reason)}</div>',
+                            status_code=403)
     flash = None
     try:
         lifecycle.request_cancel(run)
