@@ -17,28 +17,12 @@ import httpx
 import pytest
 
 from app.core.config import ROOT
+from tests.locked_stack import ADMIN, PASSWORD, LoggedInStack, cli
 from tests.stack import Stack, free_port
 
-ADMIN, PASSWORD = "admin@example.com", "correct horse battery"
 SPEC = {"name": "keyed", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
         "rewards": [{"name": "length_target", "weight": 1.0, "params": {"target": 20}}],
         "num_generations": 4, "max_steps": 2, "max_completion_length": 16, "logging_steps": 1}
-
-
-def cli(*args: str, env: dict[str, str], stdin: str | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, cwd=ROOT,
-                          input=stdin, capture_output=True, text=True, timeout=timeout)
-
-
-class LoggedInStack(Stack):
-    """A stack whose database has an admin before the web app starts: login required."""
-
-    def start(self) -> Stack:
-        made = cli("user", "create", "--admin", ADMIN, "--password-stdin", env=self.env,
-                   stdin=PASSWORD + "\n")
-        assert made.returncode == 0, made.stderr
-        return super().start()
 
 
 @pytest.fixture(scope="module")
