@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.auth import views as auth_views
 from app.core.config import ROOT
+from app.core.docs import install_docs
 from app.health import api as health_api
 from app.health.watch import watch_forever
 from app.rollouts import api as rollouts_api
@@ -36,7 +37,8 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan, docs_url=None,
+                  redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
@@ -47,6 +49,7 @@ def create_app() -> FastAPI:
     app.include_router(views.router)
     app.include_router(auth_views.router)
     install_security(app, token_routers=[report_api.router])
+    install_docs(app)
     app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
     app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")
     app.mount("/static/plotly", StaticFiles(directory=PLOTLY_DIST), name="plotly")

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.auth.models import User  # noqa: F401  (the table that created_by_id points to)
 from app.core.db import Base
 
 
