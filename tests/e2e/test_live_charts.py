@@ -28,7 +28,7 @@ def test_live_points_are_appended_then_charts_rebuilt_for_a_new_metric(page: Pag
     assert points(page, "reward") == 3
     page.evaluate("document.querySelector('#chart-reward').dataset.marker = 'first-render'")
     report(live, run_id, headers, range(4, 9))
-    page.wait_for_function("document.querySelector('#chart-reward').data[0].x.length === 8")
+    page.wait_for_function("() => document.querySelector('#chart-reward').data[0].x.length === 8")
     # same element: the points were appended, not re-rendered
     assert page.evaluate("document.querySelector('#chart-reward').dataset.marker") == "first-render"
     assert page.evaluate("document.querySelector('#chart-reward').data[0].x") == list(range(1, 9))
