@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
@@ -52,6 +52,26 @@ def cancel(run_id: int, db: SessionDep, identity: CurrentIdentity) -> RunOut:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     db.commit()
     return RunOut.of(run)
+
+
+def deletion_refusal(run: Run) -> str | None:
+    if lifecycle.is_live(run):
+        return f"run {run.id} is {run.status}: cancel it before deleting it"
+    return None
+
+
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response,
+               responses={403: {"description": "only the run's creator or an admin may delete"},
+                          409: {"description": "the run is still queued or running"}})
+def remove(run_id: int, db: SessionDep, identity: CurrentIdentity) -> Response:
+    """Delete a finished run with its metrics, findings and rollouts."""
+    run = run_or_404(db, run_id)
+    require_manage(identity, run)
+    if (reason := deletion_refusal(run)) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, reason)
+    service.delete_run(db, run)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/{run_id}/metrics")

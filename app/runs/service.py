@@ -47,6 +47,12 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
     return run
 
 
+def delete_run(db: Session, run: Run) -> None:
+    """Remove a finished run; its metrics, findings and rollouts go with it (ON DELETE CASCADE)."""
+    db.delete(run)
+    db.flush()
+
+
 def get_run(db: Session, run_id: int) -> Run | None:
     return db.get(Run, run_id)
 

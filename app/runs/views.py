@@ -20,7 +20,7 @@ from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
-from app.runs.api import run_or_404
+from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import REWARD_ROWS, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
@@ -159,3 +159,19 @@ def cancel_run(run_id: int, request: Request, db: SessionDep,
         flash = str(exc)
     return templates.TemplateResponse(request, "runs/_status.html",
                                       {**_run_context(run), "flash": flash})
+
+
+@router.post("/runs/{run_id}/delete", response_class=HTMLResponse)
+def delete_run(run_id: int, request: Request, db: SessionDep,
+               identity: CurrentIdentity) -> Response:
+    """The run page's Delete button (htmx): back to the list once the run is gone."""
+    run = run_or_404(db, run_id)
+    refusal = identity.manage_refusal(run) or deletion_refusal(run)
+    if refusal is not None:
+        return HTMLResponse(f'<div class="alert critical">{html.escape(refusal)}</div>',
+                            status_code=403 if identity.manage_refusal(run) else 409)
+    service.delete_run(db, run)
+    db.commit()
+    if request.headers.get("hx-request") == "true":
+        return Response(status_code=200, headers={"HX-Redirect": "/runs"})
+    return RedirectResponse("/runs", status_code=303)

@@ -197,3 +197,40 @@ def test_workers_report_with_their_run_token_when_accounts_exist(client: TestCli
     assert client.get(f"/api/runs/{run_id}/metrics", headers=headers).status_code == 401
     done = client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
     assert done.status_code == 200 and done.json()["status"] == "succeeded"
+
+
+def test_only_the_owner_or_an_admin_deletes_a_finished_run_and_its_data(client: TestClient) -> None:
+    owner_id = make_user("owner@example.com")
+    make_user("other@example.com")
+    make_user("admin@example.com", admin=True)
+    owner, other = api_key("owner@example.com"), api_key("other@example.com")
+    admin = api_key("admin@example.com")
+    run_id, token = running_run(client)
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None
+        run.created_by_id = owner_id
+        db.commit()
+    body = {"rows": [{"step": 1, "metrics": {"reward": 0.5}}]}
+    assert client.post(f"/api/runs/{run_id}/metrics", json=body, headers=token).status_code == 200
+    live = client.delete(f"/api/runs/{run_id}", headers=owner)
+    assert live.status_code == 409 and "cancel it before" in live.json()["detail"]
+    client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=token)
+    refused = client.delete(f"/api/runs/{run_id}", headers=other)
+    assert refused.status_code == 403 and "belongs to another user" in refused.json()["detail"]
+    login(client, "other@example.com")
+    assert 'id="delete-run"' not in client.get(f"/runs/{run_id}").text
+    assert client.post(f"/runs/{run_id}/delete").status_code == 403
+    assert client.get(f"/api/runs/{run_id}/metrics", headers=other).json()["reward"]["steps"] == [1]
+    login(client, "owner@example.com")
+    assert 'id="delete-run"' in client.get(f"/runs/{run_id}").text
+    gone = client.post(f"/runs/{run_id}/delete", headers={"HX-Request": "true"})
+    assert gone.status_code == 200 and gone.headers["HX-Redirect"] == "/runs"
+    assert client.get(f"/api/runs/{run_id}", headers=admin).status_code == 404
+    with get_sessionmaker()() as db:
+        from app.metrics.models import MetricPoint
+
+        assert db.scalar(select(MetricPoint).where(MetricPoint.run_id == run_id)) is None
+    second = client.post("/api/runs", json=SPEC, headers=owner).json()["id"]
+    client.post(f"/api/runs/{second}/cancel", headers=owner)  # queued: cancelled at once
+    assert client.delete(f"/api/runs/{second}", headers=admin).status_code == 204

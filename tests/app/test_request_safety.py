@@ -25,6 +25,8 @@ def test_cross_origin_posts_are_refused_and_store_nothing(client: TestClient,
                        headers=headers).status_code == 403
     assert client.post(f"/runs/{run_id}/cancel", headers=headers).status_code == 403
     assert client.post(f"/api/runs/{run_id}/cancel", headers=headers).status_code == 403
+    assert client.post(f"/runs/{run_id}/delete", headers=headers).status_code == 403
+    assert client.delete(f"/api/runs/{run_id}", headers=headers).status_code == 403
     runs = client.get("/api/runs", headers=headers).json()  # reads are not refused
     assert [r["id"] for r in runs] == [run_id] and runs[0]["cancel_requested"] is False
 
