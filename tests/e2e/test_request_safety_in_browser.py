@@ -27,7 +27,7 @@ TRAINER_STATE = json.dumps({"global_step": 2, "log_history": [
     {"step": 1, "loss": 0.1, "reward": 0.2}, {"step": 2, "loss": 0.1, "reward": 0.3}]})
 
 
-def attack_pages(target: str, run_id: int) -> dict[str, str]:
+def attack_pages(target: str, run_id: int, finished_id: int) -> dict[str, str]:
     """What a hostile site would serve: forms that submit themselves to the dashboard."""
     launch = f"""<form id="f" method="post" action="{target}/runs/new">
       <input name="name" value="pwned"><input name="model" value="builtin:tiny-random">
@@ -48,7 +48,10 @@ def attack_pages(target: str, run_id: int) -> dict[str, str]:
       fetch("{target}/api/runs/{run_id}/cancel", {{method: "POST", mode: "no-cors",
                                                    credentials: "include"}});
       </script>"""
-    return {"/launch": launch, "/cancel": cancel, "/import": imports, "/api-cancel": api}
+    delete = f"""<form id="f" method="post" action="{target}/runs/{finished_id}/delete"></form>
+      <script>document.getElementById("f").submit()</script>"""
+    return {"/launch": launch, "/cancel": cancel, "/import": imports, "/api-cancel": api,
+            "/delete": delete}
 
 
 class Hostile:
@@ -105,10 +108,14 @@ def csp_violations(page: Page) -> list[str]:
 def test_forms_posted_from_another_origin_are_refused_and_store_nothing(
         page: Page, live: Stack, hostile: Hostile) -> None:
     run_id, headers = reporting_run(live)
-    hostile.pages.update(attack_pages(live.url, run_id))
+    imported = httpx.post(f"{live.url}/runs/import", files={"log": ("t.json", TRAINER_STATE)},
+                          data={"name": "finished"}, timeout=30)
+    finished_id = int(imported.headers["location"].rsplit("/", 1)[1])
+    hostile.pages.update(attack_pages(live.url, run_id, finished_id))
     before = httpx.get(f"{live.url}/api/runs", timeout=10).json()
 
-    for path, target in (("/launch", "/runs/new"), ("/cancel", f"/runs/{run_id}/cancel")):
+    for path, target in (("/launch", "/runs/new"), ("/cancel", f"/runs/{run_id}/cancel"),
+                         ("/delete", f"/runs/{finished_id}/delete")):
         with page.expect_response(f"{live.url}{target}") as answer:
             page.goto(f"{hostile.url}{path}")
         assert answer.value.status == 403, path
@@ -119,7 +126,7 @@ def test_forms_posted_from_another_origin_are_refused_and_store_nothing(
         assert answer.value.status == 403, path
 
     after = httpx.get(f"{live.url}/api/runs", timeout=10).json()
-    assert [r["id"] for r in after] == [r["id"] for r in before]  # nothing launched or imported
+    assert [r["id"] for r in after] == [r["id"] for r in before]  # none made, none deleted
     run = httpx.get(f"{live.url}/api/runs/{run_id}", timeout=10).json()
     assert run["status"] == "running" and run["cancel_requested"] is False
 
@@ -138,6 +145,10 @@ def test_forms_posted_from_another_origin_are_refused_and_store_nothing(
     assert httpx.get(f"{live.url}/api/runs/{run_id}", timeout=10).json()["cancel_requested"]
     assert httpx.post(f"{live.url}/api/runs/{run_id}/finished", json={"returncode": 0},
                       headers=headers).status_code == 200
+    page.goto(f"{live.url}/runs/{finished_id}")
+    page.click("#delete-run")
+    page.wait_for_url(f"{live.url}/runs")
+    assert httpx.get(f"{live.url}/api/runs/{finished_id}", timeout=10).status_code == 404
 
 
 def test_every_page_works_under_the_content_security_policy(page: Page, live: Stack) -> None:
