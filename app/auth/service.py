@@ -15,6 +15,7 @@ from app.auth import passwords
 from app.auth.models import ApiKey, User, UserSession
 
 API_KEY_PREFIX = "gd_"
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 class AccountError(ValueError):
@@ -115,7 +116,9 @@ def api_key_user(db: Session, key: str) -> User | None:
     row = db.scalar(select(ApiKey).where(ApiKey.key_hash == _digest(key)))
     if row is None or row.revoked_at is not None:
         return None
-    row.last_used_at = _now()
+    now = _now()
+    if row.last_used_at is None or now - _aware(row.last_used_at) > LAST_USED_RESOLUTION:
+        row.last_used_at = now  # not on every call: a polling script would write every second
     return db.get(User, row.user_id)
 
 

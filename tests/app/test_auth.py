@@ -234,3 +234,13 @@ def test_only_the_owner_or_an_admin_deletes_a_finished_run_and_its_data(client: 
     second = client.post("/api/runs", json=SPEC, headers=owner).json()["id"]
     client.post(f"/api/runs/{second}/cancel", headers=owner)  # queued: cancelled at once
     assert client.delete(f"/api/runs/{second}", headers=admin).status_code == 204
+
+
+@pytest.mark.parametrize(("host", "local"), [
+    ("127.0.0.1", True), ("127.0.0.1:8000", True), ("localhost:8000", True), ("[::1]:8000", True),
+    ("::1", True), ("0.0.0.0", False), ("0.0.0.0:8000", False), ("10.0.0.5:8000", False),
+    ("deck.example.com", False), ("localhost.evil.example", False), ("", False)])
+def test_which_hosts_count_as_this_machine(host: str, local: bool) -> None:
+    from app.auth.local import host_of, is_loopback
+
+    assert is_loopback(host_of(host)) is local
