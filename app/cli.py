@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +11,12 @@ from typing import Annotated
 
 import typer
 
+from app.auth.cli import refuse_unsafe_bind, user_cli
 from app.core.config import ROOT, get_settings
 
 cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
                   no_args_is_help=True, add_completion=False)
+cli.add_typer(user_cli, name="user")
 
 
 def migrate() -> None:
@@ -37,6 +40,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
 
     if not no_migrate:
         migrate()
+    refuse_unsafe_bind(host)
     uvicorn.run("app.main:app", host=host, port=port, log_level="info")
 
 
@@ -56,6 +60,7 @@ def worker(concurrency: int = 1) -> None:
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     """Dashboard and one worker together: the one-command local setup."""
     migrate()
+    refuse_unsafe_bind(host)
     proc = subprocess.Popen(worker_command())
     try:
         serve(host=host, port=port, no_migrate=True)
@@ -67,11 +72,19 @@ def up(host: str = "127.0.0.1", port: int = 8000) -> None:
 @cli.command()
 def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashboard URL")] = None
            ) -> None:
-    """Launch a run from a JSON spec file through the dashboard's API."""
+    """Launch a run from a JSON spec file through the dashboard's API (with the API key in
+    GRPODECK_API_KEY when the dashboard requires login)."""
     import httpx
 
     base = (url or get_settings().public_url).rstrip("/")
-    response = httpx.post(f"{base}/api/runs", json=json.loads(spec_file.read_text()), timeout=30)
+    key = os.environ.get("GRPODECK_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    response = httpx.post(f"{base}/api/runs", json=json.loads(spec_file.read_text()),
+                          headers=headers, timeout=30)
+    if response.status_code == 401:
+        typer.echo(f"rejected (401): {response.json().get('detail')}; create an API key on "
+                   f"{base}/account and set GRPODECK_API_KEY", err=True)
+        raise typer.Exit(1)
     if response.status_code != 201:
         typer.echo(f"rejected ({response.status_code}): {response.text}", err=True)
         raise typer.Exit(1)

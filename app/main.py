@@ -11,14 +11,17 @@ import plotly
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.auth import views as auth_views
 from app.core import limits
 from app.core.config import ROOT
+from app.core.docs import install_docs
 from app.health import api as health_api
 from app.health.watch import watch_forever
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import import_views, report_api, views
+from app.security import install as install_security
 
 HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
 PLOTLY_DIST = Path(plotly.__file__).parent / "package_data"
@@ -35,7 +38,8 @@ async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan, docs_url=None,
+                  redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
     app.include_router(report_api.router)
@@ -45,6 +49,9 @@ def create_app() -> FastAPI:
     app.include_router(rollout_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(views.router)
+    app.include_router(auth_views.router)
+    install_security(app, token_routers=[report_api.router])
+    install_docs(app)
     app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
     app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")
     app.mount("/static/plotly", StaticFiles(directory=PLOTLY_DIST), name="plotly")

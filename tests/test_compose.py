@@ -19,3 +19,19 @@ def test_compose_has_db_broker_web_and_scalable_gpu_workers() -> None:
     assert "GRPODECK_DATABASE_URL" not in worker["environment"]  # workers report over HTTP
     assert worker["environment"]["GRPODECK_BROKER_URL"].startswith("redis://")
     assert services["web"]["environment"]["GRPODECK_DATABASE_URL"].startswith("postgresql+psycopg")
+
+
+def test_database_password_comes_from_an_env_file_and_containers_run_unprivileged() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    db, web = compose["services"]["db"]["environment"], compose["services"]["web"]["environment"]
+    assert "POSTGRES_HOST_AUTH_METHOD" not in db  # no `trust`
+    assert db["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")  # required, from .env
+    assert ":${POSTGRES_PASSWORD:?" in web["GRPODECK_DATABASE_URL"]
+    example = (ROOT / ".env.example").read_text()
+    assert "POSTGRES_PASSWORD=" in example
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
+    users = [line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines()
+             if line.startswith("USER ")]
+    assert users and users[-1] not in {"root", "0"}  # web and worker share the image
+    assert all("user" not in s or s["user"] not in {"root", "0"}
+               for s in compose["services"].values() if s.get("build"))

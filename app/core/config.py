@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -46,6 +47,14 @@ class Settings(BaseSettings):
     upload_max_body_bytes: int = Field(
         200 * 1024 * 1024, ge=0, description="request body limit of the log import form "
         "(a trainer_state.json plus its completions parquet files)")
+    auth: Literal["auto", "on", "off"] = Field(
+        "auto", description="auto: login is skipped only for requests to a loopback address while "
+        "no account exists (development mode); on: always log in; off: never log in (loopback "
+        "only; serving on another address refuses to start)")
+    session_days: float = Field(14.0, description="how long a browser login lasts")
+    trusted_origins: list[str] = Field(
+        [], description="other origins (scheme://host:port) whose pages may post to this app, "
+        "e.g. a reverse proxy's public address when it rewrites Host")
 
 
 @lru_cache

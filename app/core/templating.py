@@ -7,8 +7,10 @@ import math
 from datetime import datetime
 from typing import Any
 
+from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
+from app.auth.identity import identity_of
 from app.core.config import ROOT
 
 
@@ -49,5 +51,11 @@ def to_json_attr(value: Any) -> str:
                           default=str)
 
 
-templates = Jinja2Templates(directory=str(ROOT / "templates"))
+def _identity(request: Request) -> dict[str, Any]:
+    """Every page knows who is asking: the top bar, the development-mode banner, which
+    buttons to show."""
+    return {"identity": identity_of(request)}
+
+
+templates = Jinja2Templates(directory=str(ROOT / "templates"), context_processors=[_identity])
 templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr)

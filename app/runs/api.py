@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 
+from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
@@ -25,8 +26,8 @@ def run_or_404(db: SessionDep, run_id: int) -> Run:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=LaunchedOut)
-def create(spec: RunSpec, db: SessionDep) -> LaunchedOut:
-    run = launch(db, spec)
+def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity) -> LaunchedOut:
+    run = launch(db, spec, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 
 
@@ -40,15 +41,37 @@ def get_one(run_id: int, db: SessionDep) -> RunOut:
     return RunOut.of(run_or_404(db, run_id))
 
 
-@router.post("/{run_id}/cancel", response_model=RunOut)
-def cancel(run_id: int, db: SessionDep) -> RunOut:
+@router.post("/{run_id}/cancel", response_model=RunOut,
+             responses={403: {"description": "only the run's creator or an admin may cancel"}})
+def cancel(run_id: int, db: SessionDep, identity: CurrentIdentity) -> RunOut:
     run = run_or_404(db, run_id)
+    require_manage(identity, run)
     try:
         lifecycle.request_cancel(run)
     except lifecycle.TransitionError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     db.commit()
     return RunOut.of(run)
+
+
+def deletion_refusal(run: Run) -> str | None:
+    if lifecycle.is_live(run):
+        return f"run {run.id} is {run.status}: cancel it before deleting it"
+    return None
+
+
+@router.delete("/{run_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response,
+               responses={403: {"description": "only the run's creator or an admin may delete"},
+                          409: {"description": "the run is still queued or running"}})
+def remove(run_id: int, db: SessionDep, identity: CurrentIdentity) -> Response:
+    """Delete a finished run with its metrics, findings and rollouts."""
+    run = run_or_404(db, run_id)
+    require_manage(identity, run)
+    if (reason := deletion_refusal(run)) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, reason)
+    service.delete_run(db, run)
+    db.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.get("/{run_id}/metrics")

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.fields import cleaned
 from app.core.templating import templates
@@ -48,7 +49,8 @@ def import_form(request: Request) -> Response:
 
 
 @router.post("/runs/import", response_class=HTMLResponse)
-async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadFile, File()],
+async def import_upload(request: Request, db: SessionDep, identity: CurrentIdentity,
+                        log: Annotated[UploadFile, File()],
                         name: Annotated[str, Form()] = "",
                         completions: Annotated[list[UploadFile] | None, File()] = None,
                         ) -> Response:
@@ -65,6 +67,7 @@ async def import_upload(request: Request, db: SessionDep, log: Annotated[UploadF
         except LogFormatError as exc:
             error = exc.reason
         else:
+            run.created_by_id = identity.user_id
             db.commit()
             return RedirectResponse(f"/runs/{run.id}", status_code=303)
     return templates.TemplateResponse(request, "runs/import.html",

@@ -13,10 +13,10 @@ from app.runs.spec import RunSpec
 log = logging.getLogger(__name__)
 
 
-def launch(db: Session, spec: RunSpec) -> Run:
+def launch(db: Session, spec: RunSpec, *, created_by: int | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it."""
-    run, token = service.create_run(db, spec=spec)
+    run, token = service.create_run(db, spec=spec, created_by=created_by)
     db.commit()
     try:
         run.task_id = launcher.enqueue(run, token)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, Integer, String, Text, func
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.auth.models import User  # noqa: F401  (the table that created_by_id points to)
 from app.core.db import Base
 
 
@@ -37,4 +38,7 @@ class Run(Base):
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[str | None] = mapped_column(String(16))  # healthy | warning | critical
     metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
+    # who launched or imported it; None for runs from before accounts, the CLI import, dev mode
+    created_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), index=True)
     diagnostics_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)

@@ -23,7 +23,7 @@ def token_matches(run: Run, token: str) -> bool:
     return run.token_hash is not None and hmac.compare_digest(run.token_hash, hash_token(token))
 
 
-def create_run(db: Session, *, spec: RunSpec) -> tuple[Run, str]:
+def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None) -> tuple[Run, str]:
     """Store a queued run and return it with its reporting token (shown to no one but the worker)."""
     token = secrets.token_urlsafe(32)
     run = Run(
@@ -32,6 +32,7 @@ def create_run(db: Session, *, spec: RunSpec) -> tuple[Run, str]:
         status=Status.QUEUED,
         max_steps=spec.max_steps,
         token_hash=hash_token(token),
+        created_by_id=created_by,
     )
     db.add(run)
     db.flush()
@@ -44,6 +45,12 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
     db.add(run)
     db.flush()
     return run
+
+
+def delete_run(db: Session, run: Run) -> None:
+    """Remove a finished run; its metrics, findings and rollouts go with it (ON DELETE CASCADE)."""
+    db.delete(run)
+    db.flush()
 
 
 def get_run(db: Session, run_id: int) -> Run | None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import html
 from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
 from app.core.config import get_settings
 from app.core.db import SessionDep
@@ -18,7 +20,7 @@ from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
-from app.runs.api import run_or_404
+from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import REWARD_ROWS, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
@@ -73,13 +75,13 @@ def new_run_form(request: Request) -> Response:
 
 
 @router.post("/runs/new", response_class=HTMLResponse)
-async def create_run(request: Request, db: SessionDep) -> Response:
+async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
     spec, errors = validate_form(form)
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html", _form_context(form, errors),
                                           status_code=422)
-    run = launch(db, spec)
+    run = launch(db, spec, created_by=identity.user_id)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)
 
 
@@ -143,8 +145,12 @@ def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = 
 
 
 @router.post("/runs/{run_id}/cancel", response_class=HTMLResponse)
-def cancel_run(run_id: int, request: Request, db: SessionDep) -> Response:
+def cancel_run(run_id: int, request: Request, db: SessionDep,
+               identity: CurrentIdentity) -> Response:
     run = run_or_404(db, run_id)
+    if (reason := identity.manage_refusal(run)) is not None:
+        return HTMLResponse(f'<div class="alert critical">{html.escape(reason)}</div>',
+                            status_code=403)
     flash = None
     try:
         lifecycle.request_cancel(run)
@@ -153,3 +159,19 @@ def cancel_run(run_id: int, request: Request, db: SessionDep) -> Response:
         flash = str(exc)
     return templates.TemplateResponse(request, "runs/_status.html",
                                       {**_run_context(run), "flash": flash})
+
+
+@router.post("/runs/{run_id}/delete", response_class=HTMLResponse)
+def delete_run(run_id: int, request: Request, db: SessionDep,
+               identity: CurrentIdentity) -> Response:
+    """The run page's Delete button (htmx): back to the list once the run is gone."""
+    run = run_or_404(db, run_id)
+    refusal = identity.manage_refusal(run) or deletion_refusal(run)
+    if refusal is not None:
+        return HTMLResponse(f'<div class="alert critical">{html.escape(refusal)}</div>',
+                            status_code=403 if identity.manage_refusal(run) else 409)
+    service.delete_run(db, run)
+    db.commit()
+    if request.headers.get("hx-request") == "true":
+        return Response(status_code=200, headers={"HX-Redirect": "/runs"})
+    return RedirectResponse("/runs", status_code=303)

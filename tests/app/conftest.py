@@ -18,7 +18,9 @@ SPEC = {"name": "api-run", "model": "builtin:tiny-random", "dataset": "builtin:s
 def client(app_db: str) -> TestClient:
     from app.main import create_app
 
-    return TestClient(create_app())
+    # A loopback address, as `grpodeck serve` binds by default: development mode (no login)
+    # while no account exists. tests/app/test_auth.py covers the logged-in mode.
+    return TestClient(create_app(), base_url="http://127.0.0.1")
 
 
 def running_run(client: TestClient) -> tuple[int, dict[str, str]]:

@@ -162,7 +162,7 @@ def test_upload_limit_is_a_setting(client: TestClient, monkeypatch: pytest.Monke
 
     monkeypatch.setenv("GRPODECK_UPLOAD_MAX_BODY_BYTES", "10000")
     get_settings.cache_clear()
-    small = TestClient(create_app())
+    small = TestClient(create_app(), base_url="http://127.0.0.1")
     log = json.dumps([{"step": s, "reward": 0.5} for s in range(1, 400)]).encode()
     reply = small.post("/runs/import", files={"log": ("log.json", log)})
     assert reply.status_code == 413 and "9.76562 KiB" in reply.json()["detail"]

@@ -38,7 +38,7 @@ def database_url(pg_database: str) -> str:
 def client(app_db: str) -> TestClient:
     from app.main import create_app
 
-    return TestClient(create_app())
+    return TestClient(create_app(), base_url="http://127.0.0.1")
 
 
 def no_5xx(response: Any, what: Any) -> None:

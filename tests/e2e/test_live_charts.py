@@ -28,10 +28,12 @@ def test_live_points_are_appended_then_charts_rebuilt_for_a_new_metric(page: Pag
     assert points(page, "reward") == 3
     page.evaluate("document.querySelector('#chart-reward').dataset.marker = 'first-render'")
     report(live, run_id, headers, range(4, 9))
-    page.wait_for_function("document.querySelector('#chart-reward').data[0].x.length === 8")
+    page.wait_for_function("() => document.querySelector('#chart-reward').data[0].x.length === 8")
     # same element: the points were appended, not re-rendered
     assert page.evaluate("document.querySelector('#chart-reward').dataset.marker") == "first-render"
     assert page.evaluate("document.querySelector('#chart-reward').data[0].x") == list(range(1, 9))
     report(live, run_id, headers, range(9, 10), entropy=1.2)
     expect(page.locator("#chart-entropy")).to_be_visible(timeout=15_000)
-    assert points(page, "reward") == 9
+    # the swapped-in panel is drawn right after the swap: wait for it, do not race it
+    page.wait_for_function("() => { const el = document.querySelector('#chart-reward');"
+                           " return el.data && el.data[0].x.length === 9; }")

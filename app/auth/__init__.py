@@ -1,0 +1,1 @@
+"""Accounts: users, browser sessions and API keys, and who may do what to a run."""

@@ -1,0 +1,60 @@
+"""Who is asking (set by ``app.auth.middleware`` on every request) and what they may do.
+
+Runs belong to their creator: anyone logged in can see every run, but only the creator or an
+admin may cancel it. Runs with no creator (before accounts, CLI imports) are the admins'.
+In development mode there are no accounts and the one local user may do everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+
+if TYPE_CHECKING:
+    from app.runs.models import Run
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: int | None = None
+    email: str | None = None
+    is_admin: bool = False
+    dev_mode: bool = False  # login skipped: say so on every page
+    via: str = "none"  # session | api_key | dev | none
+
+    @property
+    def logged_in(self) -> bool:
+        return self.user_id is not None
+
+    def manage_refusal(self, run: Run) -> str | None:
+        """Why this identity may not cancel (or otherwise change) the run; None if it may."""
+        if self.is_admin or (self.dev_mode and not self.logged_in):
+            return None
+        if not self.logged_in:
+            return "log in first"
+        if run.created_by_id == self.user_id:
+            return None
+        if run.created_by_id is None:
+            return f"run {run.id} has no owner: only an admin may change it"
+        return f"run {run.id} belongs to another user: only its owner or an admin may change it"
+
+    def can_manage(self, run: Run) -> bool:
+        return self.manage_refusal(run) is None
+
+
+ANONYMOUS = Identity()
+
+
+def identity_of(request: Request) -> Identity:
+    return getattr(request.state, "auth", None) or ANONYMOUS
+
+
+CurrentIdentity = Annotated[Identity, Depends(identity_of)]
+
+
+def require_manage(identity: Identity, run: Run) -> None:
+    """403 with the reason when the caller may not change this run."""
+    if (reason := identity.manage_refusal(run)) is not None:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, reason)
