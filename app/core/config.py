@@ -28,6 +28,11 @@ class Settings(BaseSettings):
         description="where workers reach the web app to report metrics (no DB credentials needed)",
     )
     runs_dir: Path = VAR / "runs"
+    datasets_dir: Path = Field(
+        VAR / "datasets", description="the only place local .json/.jsonl datasets are read from; "
+        "uploads are stored here")
+    models_dir: Path = Field(VAR / "models", description="the only place local model directories are read from")
+    dataset_upload_max_bytes: int = Field(20 * 1024 * 1024, description="largest dataset upload accepted")
     cancel_grace_seconds: float = Field(
         30.0, description="after a stop request, how long the trainer may take before it is killed"
     )
