@@ -51,8 +51,7 @@ METRICS = [
     "completions/max_terminated_length", "kl", "entropy", "clip_ratio/low_mean",
     "clip_ratio/high_mean", "clip_ratio/region_mean",
 ]
-CHART_NAMES = ",".join(["reward", "reward_std", "kl", "entropy", "loss", "grad_norm",
-                        "completions/mean_length", "learning_rate"])
+CHART_NAMES = "reward,reward_std,kl,entropy,loss,grad_norm,completions/mean_length,learning_rate"
 
 
 @dataclass
@@ -255,8 +254,9 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
     log = (tmp / "web.log").open("wb")
     server_cmd = [sys.executable, "-m", "app.cli", "serve", "--no-migrate", "--port", str(port)]
     if args.profile:
-        server_cmd = ["py-spy", "record", "-o", str(Path(args.profile).with_suffix(f".{backend}.svg")),
-                      "--idle", "--threads", "--", *server_cmd]
+        py_spy = str(Path(sys.executable).parent / "py-spy")
+        server_cmd = [py_spy, "record", "--format", "raw", "-o", f"{args.profile}.{backend}.txt",
+                      "--", *server_cmd]
     server = subprocess.Popen(server_cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(300):
@@ -265,7 +265,9 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
+        cpu_before = _cpu_seconds(server.pid)
         stats, elapsed = asyncio.run(_drive(f"http://127.0.0.1:{port}", runs, args))
+        server_cpu = _cpu_seconds(server.pid) - cpu_before
     finally:
         server.send_signal(2)
         try:
@@ -281,7 +283,14 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
     return {"backend": backend, "elapsed": elapsed, "stats": stats, "sent": sent_points,
-            "lost": lost, "log": tmp / "web.log"}
+            "lost": lost, "log": tmp / "web.log", "server_cpu": server_cpu,
+            "load": os.getloadavg()[0]}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of the server process (Linux /proc), to tell CPU-bound from waiting."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def report(result: dict[str, object]) -> None:
@@ -290,7 +299,9 @@ def report(result: dict[str, object]) -> None:
     ingest = stats.latencies["ingest"]
     print(f"\n== {result['backend']}: {elapsed:.0f} s, {len(ingest)} metric batches, "
           f"{result['sent']} points sent ({result['sent'] / elapsed:.0f} points/s), "
-          f"lost {result['lost']}, errors {sum(stats.errors.values())}")
+          f"lost {result['lost']}, errors {sum(stats.errors.values())}; server CPU "
+          f"{result['server_cpu']:.0f} s ({result['server_cpu'] / elapsed:.0%} of a core), "
+          f"machine load {result['load']:.1f} on {os.cpu_count()} CPUs")
     print(f"{'request':<18}{'n':>7}{'req/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
           f"{'max ms':>9}{'errors':>8}")
     for kind, values in stats.latencies.items():
@@ -313,7 +324,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--viewers", type=int, default=20, help="runs watched in a browser tab")
     parser.add_argument("--steps-per-batch", type=int, default=3)
-    parser.add_argument("--profile", help="record the server with py-spy into PROFILE.<backend>.svg")
+    parser.add_argument("--profile", help="record the server with py-spy (collapsed stacks) into PROFILE.<backend>.txt")
     args = parser.parse_args()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     print(f"{args.runs} runs x {len(METRICS)} metrics x {args.steps_per_batch} steps per batch "

@@ -22,6 +22,10 @@ class Settings(BaseSettings):
 
     database_url: str = f"sqlite:///{VAR / 'grpodeck.db'}"
     broker_url: str = f"sqla+sqlite:///{VAR / 'broker.db'}"
+    database_pool_size: int = Field(
+        20, description="PostgreSQL connections kept open per web process; with max_overflow it "
+        "should cover the request thread pool (40), or requests queue for a connection")
+    database_max_overflow: int = 20
     queue: str = "grpodeck"
     public_url: str = Field(
         "http://127.0.0.1:8000",
@@ -41,6 +45,9 @@ class Settings(BaseSettings):
     live_refresh_seconds: float = 2.0
     rollout_max_steps: int = Field(
         200, description="captured rollout steps kept per run; older ones are thinned out")
+    diagnostics_persist_seconds: float = Field(
+        10.0, description="how often a live run's diagnostics state is written back; between "
+        "writes it lives in the web process and is rebuilt from stored points if lost")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
 
 

@@ -38,3 +38,7 @@ class Run(Base):
     verdict: Mapped[str | None] = mapped_column(String(16))  # healthy | warning | critical
     metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
     diagnostics_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
+    # Bumped by every diagnostics update; the stored state covers metric points up to
+    # diagnostics_through (app/health/state_cache.py keeps the live state between batches).
+    diagnostics_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    diagnostics_through: Mapped[int | None] = mapped_column(Integer)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.db import begin_write
 from app.runs.lifecycle import Status
 from app.runs.models import Run
 from app.runs.spec import RunSpec
@@ -48,6 +49,14 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
 
 def get_run(db: Session, run_id: int) -> Run | None:
     return db.get(Run, run_id)
+
+
+def get_run_for_update(db: Session, run_id: int) -> Run | None:
+    """The run, read inside a write transaction that holds it until commit: a report batch and
+    the lost-run watcher both rewrite its progress and diagnostics state from what they read,
+    so two of them at once must not interleave (one would undo the other)."""
+    begin_write(db)
+    return db.get(Run, run_id, with_for_update=True, populate_existing=True)
 
 
 def list_runs(db: Session, *, limit: int = 200) -> Sequence[Run]:
