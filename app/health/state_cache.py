@@ -27,7 +27,7 @@ from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.models import Run
 
-MAX_RUNS = 512  # live runs served by one process; older entries are simply reloaded
+MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
 
 
 @dataclass
@@ -95,9 +95,13 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
     if rows:
         through = max(through, max(step for step, _ in rows))
     now = time.monotonic()
-    if not lifecycle.is_live(run) or now - persisted_at >= get_settings().diagnostics_persist_seconds:
+    live = lifecycle.is_live(run)
+    if not live or now - persisted_at >= get_settings().diagnostics_persist_seconds:
         run.diagnostics_state, run.diagnostics_through, persisted_at = state.to_json(), through, now
     run.diagnostics_revision = (run.diagnostics_revision or 0) + 1
+    if not live:  # imported or ended: written back in full, nothing worth keeping in memory
+        forget(run.id)
+        return diagnosis
     with _guard:
         _entries[run.id] = _Entry(run.diagnostics_revision, state, through, persisted_at)
         _entries.move_to_end(run.id)
