@@ -41,7 +41,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
     if not no_migrate:
         migrate()
     refuse_unsafe_bind(host)
-    uvicorn.run("app.main:app", host=host, port=port, log_level="info")
+    # Idle connections stay open well past clients' own 5 s expiry (httpx): at equal timeouts a
+    # reporter's request can meet the server closing that connection (ReadError in bench/load.py).
+    uvicorn.run("app.main:app", host=host, port=port, log_level="info", timeout_keep_alive=65)
 
 
 def worker_command(concurrency: int = 1) -> list[str]:

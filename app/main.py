@@ -15,6 +15,8 @@ from app.auth import views as auth_views
 from app.core import limits
 from app.core.config import ROOT
 from app.core.docs import install_docs
+from app.datasets import api as datasets_api
+from app.datasets import views as dataset_views
 from app.health import api as health_api
 from app.health.watch import watch_forever
 from app.rollouts import api as rollouts_api
@@ -45,6 +47,8 @@ def create_app() -> FastAPI:
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(health_api.router)
+    app.include_router(datasets_api.router)
+    app.include_router(dataset_views.router)
     app.include_router(rollouts_api.router)
     app.include_router(rollout_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id

@@ -49,6 +49,8 @@ class Stack:
                 "GRPODECK_BROKER_URL": self.broker_url, "GRPODECK_PUBLIC_URL": self.url,
                 "GRPODECK_QUEUE": f"test-{uuid.uuid4().hex[:8]}",
                 "GRPODECK_RUNS_DIR": str(self.workdir / "runs"),
+                "GRPODECK_DATASETS_DIR": str(self.workdir / "datasets"),
+                "GRPODECK_MODELS_DIR": str(self.workdir / "models"),
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
                 "PYTHONUNBUFFERED": "1"}
 

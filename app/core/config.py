@@ -23,12 +23,21 @@ class Settings(BaseSettings):
 
     database_url: str = f"sqlite:///{VAR / 'grpodeck.db'}"
     broker_url: str = f"sqla+sqlite:///{VAR / 'broker.db'}"
+    database_pool_size: int = Field(
+        20, description="PostgreSQL connections kept open per web process; with max_overflow it "
+        "should cover the request thread pool (40), or requests queue for a connection")
+    database_max_overflow: int = 20
     queue: str = "grpodeck"
     public_url: str = Field(
         "http://127.0.0.1:8000",
         description="where workers reach the web app to report metrics (no DB credentials needed)",
     )
     runs_dir: Path = VAR / "runs"
+    datasets_dir: Path = Field(
+        VAR / "datasets", description="the only place local .json/.jsonl datasets are read from; "
+        "uploads are stored here")
+    models_dir: Path = Field(VAR / "models", description="the only place local model directories are read from")
+    dataset_upload_max_bytes: int = Field(20 * 1024 * 1024, description="largest dataset upload accepted")
     cancel_grace_seconds: float = Field(
         30.0, description="after a stop request, how long the trainer may take before it is killed"
     )
@@ -37,6 +46,9 @@ class Settings(BaseSettings):
     live_refresh_seconds: float = 2.0
     rollout_max_steps: int = Field(
         200, description="captured rollout steps kept per run; older ones are thinned out")
+    diagnostics_persist_seconds: float = Field(
+        10.0, description="how often a live run's diagnostics state is written back; between "
+        "writes it lives in the web process and is rebuilt from stored points if lost")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
     max_body_bytes: int = Field(
         256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "

@@ -30,6 +30,8 @@ from app.core.errors import validation_error_handler
 # Endpoints with their own limit; every other request gets the default.
 INGEST = re.compile(r"^/api/runs/[^/]+/(metrics|started|finished)$")  # app.runs.report_api
 UPLOAD = re.compile(r"^/runs/import$")  # app.runs.import_views
+DATASETS = re.compile(r"^/(api/)?datasets$")  # app.datasets: its own size check gives the reason
+FORM_OVERHEAD = 64 * 1024  # multipart boundaries and the other fields around an uploaded file
 
 
 @dataclass(frozen=True)
@@ -37,17 +39,21 @@ class Limits:
     default: int
     ingest: int
     upload: int
+    datasets: int
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         return cls(settings.max_body_bytes, settings.ingest_max_body_bytes,
-                   settings.upload_max_body_bytes)
+                   settings.upload_max_body_bytes,
+                   settings.dataset_upload_max_bytes + FORM_OVERHEAD)
 
     def for_path(self, path: str) -> int:
         if INGEST.match(path):
             return self.ingest
         if UPLOAD.match(path):
             return self.upload
+        if DATASETS.match(path):
+            return self.datasets
         return self.default
 
 
@@ -86,8 +92,12 @@ class BodyLimit:
         await RequestBodyLimitMiddleware(self.app, max_body_size=limit)(scope, receive, send)
 
 
-async def body_too_large(request: Request, _exc: Exception) -> JSONResponse:
-    """A streamed body that went over the limit: 413 naming the limit."""
+async def body_too_large(request: Request, exc: Exception) -> JSONResponse:
+    """A streamed body that went over the limit: 413 naming the limit. An endpoint's own 413
+    (e.g. a dataset upload's size check) keeps its reason."""
+    own = getattr(exc, "detail", None)
+    if isinstance(own, str) and own != "Content Too Large":
+        return JSONResponse(status_code=413, content={"detail": own})
     limit = request.scope.get(MAX_BODY_SIZE_SCOPE_KEY)
     detail = (reason(request.method, request.url.path, limit) if isinstance(limit, int)
               else "request body is too large")

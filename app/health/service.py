@@ -1,7 +1,8 @@
 """Runs the pure diagnostics as metrics arrive, stores findings, and applies the guard rail.
 
-The diagnostics state (bounded in size) lives on the run row, so each ingest batch costs work
-proportional to the batch, never a re-scan of the run's history.
+The diagnostics state (bounded in size) lives on the run row and, between batches, decoded in
+``state_cache``, so each ingest batch costs work proportional to the batch, never a re-scan of
+the run's history nor a rewrite of the whole state.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
+from app.diagnostics import Diagnosis, RunContext
+from app.health import state_cache
 from app.health.models import FindingRecord
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -33,22 +35,10 @@ def context_for(run: Run, now: datetime | None = None) -> RunContext:
         seconds_per_step=run.seconds_per_step)
 
 
-def _state(run: Run, context: RunContext) -> DiagnosticsState:
-    if run.diagnostics_state:
-        try:
-            return DiagnosticsState.from_json(run.diagnostics_state)
-        except ValueError:  # an older state format: start afresh rather than fail ingest
-            pass
-    return DiagnosticsState.new(context)
-
-
 def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
             now: datetime | None = None) -> Diagnosis:
     """Feed new rows (or none, to re-check time-based findings) and store the result."""
-    context = context_for(run, now)
-    state = _state(run, context)
-    diagnosis = state.update(rows, context)
-    run.diagnostics_state = state.to_json()
+    diagnosis = state_cache.update(db, run, rows, context_for(run, now))
     store(db, run, diagnosis, now or datetime.now(UTC))
     _guard_rail(run, diagnosis)
     return diagnosis

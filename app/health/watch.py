@@ -17,6 +17,7 @@ from app.core.db import get_sessionmaker
 from app.health import service
 from app.runs import lifecycle
 from app.runs.models import Run
+from app.runs.service import get_run_for_update
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +27,18 @@ def check_live_runs(now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     failed = 0
     with get_sessionmaker()() as db:
-        for run in db.scalars(select(Run).where(Run.status == lifecycle.Status.RUNNING)).all():
+        run_ids = db.scalars(select(Run.id).where(Run.status == lifecycle.Status.RUNNING)).all()
+    for run_id in run_ids:  # one short transaction per run, the run locked as ingest locks it
+        with get_sessionmaker()() as db:
+            run = get_run_for_update(db, run_id)
+            if run is None or run.status != lifecycle.Status.RUNNING:
+                continue
             diagnosis = service.observe(db, run, [], now)
             lost = [f for f in diagnosis.findings if f.category == "lost"]
             if lost and lost[0].severity == "critical":
                 lifecycle.fail(run, f"lost: {lost[0].summary}")
                 failed += 1
-        db.commit()
+            db.commit()
     return failed
 
 

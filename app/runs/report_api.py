@@ -17,14 +17,12 @@ from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
 from app.runs.models import Run
-from app.runs.service import get_run, token_matches
+from app.runs.service import get_run, get_run_for_update, token_matches
 
 router = APIRouter(prefix="/api/runs", tags=["report"])
 
 
-def authorised_run(run_id: int, db: SessionDep,
-                   authorization: Annotated[str | None, Header()] = None) -> Run:
-    run = get_run(db, run_id)
+def _authorised(run: Run | None, run_id: int, authorization: str | None) -> Run:
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
     token = (authorization or "").removeprefix("Bearer ").strip()
@@ -33,7 +31,19 @@ def authorised_run(run_id: int, db: SessionDep,
     return run
 
 
+def authorised_run(run_id: int, db: SessionDep,
+                   authorization: Annotated[str | None, Header()] = None) -> Run:
+    return _authorised(get_run(db, run_id), run_id, authorization)
+
+
+def authorised_run_for_update(run_id: int, db: SessionDep,
+                              authorization: Annotated[str | None, Header()] = None) -> Run:
+    """For endpoints that change the run: it is read and locked in one write transaction."""
+    return _authorised(get_run_for_update(db, run_id), run_id, authorization)
+
+
 RunAuth = Annotated[Run, Depends(authorised_run)]
+RunForUpdate = Annotated[Run, Depends(authorised_run_for_update)]
 
 
 class StartedIn(BaseModel):
@@ -59,7 +69,7 @@ def _control(run: Run) -> ControlOut:
 
 
 @router.post("/{run_id}/started", response_model=ControlOut)
-def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
+def started(body: StartedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
     try:
         lifecycle.start(run, body.pid, body.host)
     except lifecycle.TransitionError as exc:
@@ -69,7 +79,7 @@ def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
-def post_metrics(batch: MetricBatch, run: RunAuth, db: SessionDep) -> IngestReply:
+def post_metrics(batch: MetricBatch, run: RunForUpdate, db: SessionDep) -> IngestReply:
     if run.status != lifecycle.Status.RUNNING:
         raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
     accepted = pipeline.receive(db, run, pipeline.normalized(batch.rows), batch.rollouts)
@@ -84,7 +94,7 @@ def control(run: RunAuth) -> ControlOut:
 
 
 @router.post("/{run_id}/finished", response_model=ControlOut)
-def finished(body: FinishedIn, run: RunAuth, db: SessionDep) -> ControlOut:
+def finished(body: FinishedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
     try:
         lifecycle.finish(run, body.returncode, body.error, body.traceback_tail)
     except lifecycle.TransitionError as exc:

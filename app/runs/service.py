@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.db import begin_write
 from app.runs.lifecycle import Status
 from app.runs.models import Run
 from app.runs.spec import RunSpec
@@ -53,11 +54,23 @@ def delete_run(db: Session, run: Run) -> None:
     db.flush()
 
 
+def storable_id(run_id: int) -> bool:
+    """An id an integer column can hold (2**70 in a URL is a 404, not a database error)."""
+    return 0 < run_id < 2**31
+
+
 def get_run(db: Session, run_id: int) -> Run | None:
-    """None for an id no integer column holds (2**70 in a URL is a 404, not a database error)."""
-    if not 0 < run_id < 2**31:
+    return db.get(Run, run_id) if storable_id(run_id) else None
+
+
+def get_run_for_update(db: Session, run_id: int) -> Run | None:
+    """The run, read inside a write transaction that holds it until commit: a report batch and
+    the lost-run watcher both rewrite its progress and diagnostics state from what they read,
+    so two of them at once must not interleave (one would undo the other)."""
+    if not storable_id(run_id):
         return None
-    return db.get(Run, run_id)
+    begin_write(db)
+    return db.get(Run, run_id, with_for_update=True, populate_existing=True)
 
 
 def list_runs(db: Session, *, limit: int = 200) -> Sequence[Run]:

@@ -7,17 +7,23 @@ spec reads like the trainer call it becomes.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.core.config import get_settings
 from app.core.fields import Text, storable
-from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, DEFAULT_DATASET, DEFAULT_MODEL
+from worker.catalog import (
+    BUILTIN_DATASETS,
+    BUILTIN_MODELS,
+    DEFAULT_DATASET,
+    DEFAULT_MODEL,
+    confine,
+    is_hub_id,
+    is_local_dataset,
+    is_local_model,
+)
 from worker.rewards.registry import REWARDS, coerce_params
-
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 # Upper bounds: what TRL 1.16 and one accelerator can run, so a typo (1e30) is refused at
 # launch instead of breaking the run on the worker. Floats are finite everywhere
@@ -28,20 +34,6 @@ MAX_BATCH = 4_096  # completions per device step; far beyond what one H200 holds
 MAX_SEED = 2**32 - 1  # numpy's seed range (transformers.set_seed seeds numpy too)
 MAX_PATH = 1_024  # a hub id is at most 96 characters; a local path well under PATH_MAX
 
-
-def _is_dir(path: str) -> bool:
-    """False, not OSError, for a name too long for the file system (ENAMETOOLONG)."""
-    try:
-        return Path(path).is_dir()
-    except OSError:
-        return False
-
-
-def _is_file(path: str) -> bool:
-    try:
-        return Path(path).is_file()
-    except OSError:
-        return False
 
 
 class RewardSpec(BaseModel):
@@ -118,14 +110,13 @@ class RunSpec(BaseModel):
             if v not in BUILTIN_MODELS:
                 raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
             return v
-        if _is_dir(v):
-            if not (Path(v) / "config.json").exists():
-                raise ValueError("local model directory has no config.json")
+        if is_local_model(v):
+            confine(v, get_settings().models_dir, "model")  # bug 4: only inside the models directory
             return v
-        if HUB_ID.match(v):
+        if is_hub_id(v):
             return v
         raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
-                         "or a local directory with config.json")
+                         "or a directory (with config.json) in the models directory")
 
     @field_validator("dataset")
     @classmethod
@@ -135,13 +126,14 @@ class RunSpec(BaseModel):
             if v not in BUILTIN_DATASETS:
                 raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
             return v
-        if v.endswith((".jsonl", ".json")):
-            if not _is_file(v):
-                raise ValueError("dataset file not found")
+        if is_local_dataset(v):
+            # Resolved (`..`, symlinks) without reading anything, and worded the same whether the
+            # path exists or not: whether it exists is for the worker, the host that reads it.
+            confine(v, get_settings().datasets_dir, "dataset")
             return v
-        if HUB_ID.match(v):
+        if is_hub_id(v):
             return v
-        raise ValueError("unknown dataset: use a built-in, a hub id, or a .jsonl file")
+        raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
 
     @model_validator(mode="after")
     def _batch_holds_whole_groups(self) -> RunSpec:

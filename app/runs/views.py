@@ -15,6 +15,7 @@ from app.charts.figures import marks_by_panel, run_figures
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.datasets.store import list_names
 from app.health.api import sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
@@ -33,8 +34,10 @@ router = APIRouter(include_in_schema=False)
 
 
 def _form_context(values: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+    uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
-            "datasets": BUILTIN_DATASETS, "rewards": REWARDS, "reward_rows": REWARD_ROWS}
+            "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
+            "reward_rows": REWARD_ROWS}
 
 
 def _default_values() -> dict[str, Any]:
@@ -69,9 +72,12 @@ def _list_context(db: SessionDep) -> dict[str, Any]:
 
 
 @router.get("/runs/new", response_class=HTMLResponse)
-def new_run_form(request: Request) -> Response:
-    return templates.TemplateResponse(request, "runs/new.html",
-                                      _form_context(_default_values(), {}))
+def new_run_form(request: Request, dataset: str | None = None) -> Response:
+    """``?dataset=NAME`` preselects a dataset (the upload page links here)."""
+    values = _default_values()
+    if dataset:
+        values["dataset"] = dataset[:300]
+    return templates.TemplateResponse(request, "runs/new.html", _form_context(values, {}))
 
 
 @router.post("/runs/new", response_class=HTMLResponse)

@@ -23,7 +23,7 @@ def test_defaults_are_valid_and_use_the_seed_length_reward() -> None:
 
 @pytest.mark.parametrize("field,value", [
     ("num_generations", 1), ("learning_rate", -1e-5), ("learning_rate", 0), ("max_steps", 0),
-    ("model", "builtin:nope"), ("model", "not a model!"), ("dataset", "missing.jsonl"),
+    ("model", "builtin:nope"), ("model", "not a model!"), ("dataset", "../missing.jsonl"),
     ("epsilon", 0), ("temperature", 0), ("beta", -0.1), ("name", "   "),
 ])
 def test_invalid_values_name_their_field(field: str, value: object) -> None:

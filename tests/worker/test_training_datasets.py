@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.core import config as config_module
 from app.runs.spec import RunSpec
 from worker.training.datasets import drop_long_prompts, load_prompts
 
@@ -54,22 +56,77 @@ def test_builtin_rejects_unknown_eval_split() -> None:
         load_prompts(RunSpec(dataset="builtin:short-prompts", eval_split="holdout"))
 
 
-def test_local_jsonl_text_prompts_become_chat(tmp_path: Path) -> None:
-    path = tmp_path / "data.jsonl"
+@pytest.fixture
+def datasets_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This worker's datasets directory; ``tmp_path/outside`` holds files it must never read."""
+    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(tmp_path / "datasets"))
+    config_module.get_settings.cache_clear()
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "outside").mkdir()
+    yield tmp_path / "datasets"
+    config_module.get_settings.cache_clear()
+
+
+def test_local_jsonl_text_prompts_become_chat(datasets_dir: Path) -> None:
+    path = datasets_dir / "data.jsonl"
     path.write_text("".join(json.dumps({"prompt": f"Say {i}", "answer": str(i)}) + "\n"
                             for i in range(10)))
-    train, evals = load_prompts(RunSpec(dataset=str(path)))
-    assert evals is None and len(train) == 10
-    assert train[0]["prompt"] == [{"role": "user", "content": "Say 0"}] and train[0]["answer"] == "0"
-    train, evals = load_prompts(RunSpec(dataset=str(path), eval_split="test"))
+    for ref in ("data.jsonl", str(path)):
+        train, evals = load_prompts(RunSpec(dataset=ref))
+        assert evals is None and len(train) == 10
+        assert train[0]["prompt"] == [{"role": "user", "content": "Say 0"}] and train[0]["answer"] == "0"
+    train, evals = load_prompts(RunSpec(dataset="data.jsonl", eval_split="test"))
     assert evals is not None and len(train) + len(evals) == 10 and len(evals) == 2
 
 
-def test_local_file_without_prompt_column_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "data.jsonl"
-    path.write_text(json.dumps({"text": "hi"}) + "\n")
-    with pytest.raises(ValueError, match="'prompt'"):
-        load_prompts(RunSpec(dataset=str(path)))
+def test_local_file_without_prompt_column_is_refused_without_naming_its_keys(
+        datasets_dir: Path) -> None:
+    (datasets_dir / "data.jsonl").write_text(json.dumps({"text": "hi", "api_key": "s3cret"}) + "\n")
+    with pytest.raises(ValueError, match="'prompt'") as info:
+        load_prompts(RunSpec(dataset="data.jsonl"))
+    assert "api_key" not in str(info.value) and "text" not in str(info.value)
+    (datasets_dir / "broken.jsonl").write_text('{"prompt": "s3cret value", oops\n')
+    with pytest.raises(ValueError, match="not JSON lines") as info:
+        load_prompts(RunSpec(dataset="broken.jsonl"))
+    assert "s3cret" not in str(info.value)
+
+
+def test_a_missing_file_inside_the_directory_is_reported_by_the_worker(datasets_dir: Path) -> None:
+    with pytest.raises(ValueError, match="'gone.jsonl' not found in this worker's datasets"):
+        load_prompts(RunSpec(dataset="gone.jsonl"))
+
+
+def test_worker_refuses_paths_outside_its_own_directory_even_when_the_web_side_is_bypassed(
+        datasets_dir: Path) -> None:
+    """``model_construct`` skips the spec's validation, as a forged or differently configured web
+    app would: the worker's own check must still refuse, alike for existing and missing files."""
+    outside = datasets_dir.parent / "outside"
+    (outside / "secret.json").write_text(json.dumps({"prompt": "the secret"}) + "\n")
+    (datasets_dir / "link.json").symlink_to(outside / "secret.json")
+    (datasets_dir / "dangling.json").symlink_to(outside / "nothing.json")
+    refs = [str(outside / "secret.json"), str(outside / "nothing.json"), "../outside/secret.json",
+            "../outside/nothing.json", "link.json", "dangling.json", "/etc/passwd", "*.json"]
+    messages = set()
+    for ref in refs:
+        with pytest.raises(ValueError) as info:
+            load_prompts(RunSpec.model_construct(**{**RunSpec().model_dump(), "dataset": ref}))
+        messages.add(str(info.value))
+    assert len(messages) == 1 and "datasets directory" in messages.pop()
+
+
+def test_worker_directory_is_its_own_not_the_web_apps(datasets_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec the web app accepted against its directory is refused by a worker configured with
+    another one: the check runs on the host that reads the file."""
+    web_dir = datasets_dir.parent / "web-datasets"
+    web_dir.mkdir()
+    (web_dir / "p.jsonl").write_text(json.dumps({"prompt": "hi"}) + "\n")
+    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(web_dir))
+    config_module.get_settings.cache_clear()
+    spec = RunSpec(dataset=str(web_dir / "p.jsonl"))  # fine for the web app
+    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(datasets_dir))
+    with pytest.raises(ValueError, match="datasets directory"):
+        load_prompts(spec)
 
 
 def test_drop_long_prompts() -> None:

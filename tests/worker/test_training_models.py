@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -77,10 +78,23 @@ def test_unreachable_hub_model_fails_with_clear_message() -> None:
     assert "built-ins or a local directory" in proc.stderr
 
 
-def test_local_directory_loads(tmp_path: Path) -> None:
+def test_local_directory_loads_from_the_models_directory_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = models.ensure_builtin("builtin:tiny-random")  # default cache: reused across tests
-    model, tok = models.load_model_and_tokenizer(str(src))
-    assert model.config.hidden_size == 64 and tok.chat_template
+    monkeypatch.setenv("GRPODECK_MODELS_DIR", str(tmp_path / "models"))
+    shutil.copytree(src, tmp_path / "models" / "tiny")
+    for ref in ("tiny", str(tmp_path / "models" / "tiny")):
+        model, tok = models.load_model_and_tokenizer(ref)
+        assert model.config.hidden_size == 64 and tok.chat_template
+    (tmp_path / "models" / "linked").symlink_to(src)  # a real checkpoint, but outside
+    messages = set()
+    for ref in (str(src), "linked", "../../etc", "/no/such/model", "/etc"):
+        with pytest.raises(models.ModelLoadError) as info:
+            models.load_model_and_tokenizer(ref)
+        messages.add(str(info.value))
+    assert len(messages) == 1 and "models directory" in messages.pop()
+    with pytest.raises(models.ModelLoadError, match="'absent' not found in this worker's models"):
+        models.load_model_and_tokenizer("absent")
 
 
 @pytest.mark.slow

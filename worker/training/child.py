@@ -13,11 +13,14 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from worker.catalog import is_local_dataset
 
 if TYPE_CHECKING:
     from app.runs.spec import RunSpec
@@ -34,7 +37,7 @@ def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
     Hub ids keep the default (online) so a user's worker can download them. The variables only
     take effect if huggingface_hub is not imported yet (true in the child process); they are
     restored afterwards so an in-process caller's environment is left as it was."""
-    local_data = spec.dataset.startswith("builtin:") or spec.dataset.endswith((".jsonl", ".json"))
+    local_data = spec.dataset.startswith("builtin:") or is_local_dataset(spec.dataset)
     saved = {k: os.environ.get(k) for k in OFFLINE_VARS}
     if spec.model.startswith("builtin:") and local_data:
         os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
@@ -95,6 +98,20 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
         log.info("run %s stopped at step %d on the server's request", run_id, trainer.state.global_step)
 
 
+@contextmanager
+def _empty_working_dir() -> Iterator[None]:
+    """Hub ids look like relative paths (``org/name``) and both ``from_pretrained`` and
+    ``load_dataset`` try a local path first: from an empty working directory a hub id can only
+    mean the hub, never a file next to the worker (bug 4)."""
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="grpodeck-cwd-") as empty:
+        os.chdir(empty)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m worker.training.child", description=__doc__)
     parser.add_argument("--spec", required=True, help="path to the run spec JSON")
@@ -108,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         from app.runs.spec import RunSpec
 
         spec = RunSpec.model_validate_json(Path(args.spec).read_text())
-        train(spec, args.run_id, args.report_url, args.token, args.output_dir)
+        output_dir = str(Path(args.output_dir).resolve())
+        with _empty_working_dir():
+            train(spec, args.run_id, args.report_url, args.token, output_dir)
     except Exception:  # noqa: BLE001 - the parent shows this traceback to the user
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()

@@ -9,7 +9,10 @@ deterministically from the spec's seed so two runs with the same spec see the sa
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from worker.catalog import confine, is_local_dataset
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -78,12 +81,34 @@ def _builtin(spec: RunSpec) -> tuple[Dataset, Dataset | None]:
     return Dataset.from_list(rows[:cut]), Dataset.from_list(rows[cut:])
 
 
-def _normalise(ds: Dataset, source: str) -> Dataset:
-    """Accept a ``prompt`` column (text or messages) or a ``question`` column; text becomes chat."""
+def datasets_dir() -> Path:
+    """This worker's own datasets directory (``GRPODECK_DATASETS_DIR``), read on every call."""
+    from app.core.config import Settings
+
+    return Settings().datasets_dir
+
+
+def local_dataset_path(ref: str) -> Path:
+    """The file a local reference names, checked here on the host that reads it (bug 4).
+
+    The web app checked the spec against its own directory; a spec that bypassed it (or a web app
+    configured differently) still cannot make this worker read outside its directory. Outside
+    paths get one message whether they exist or not; inside, a missing file is said to be missing.
+    """
+    path = confine(ref, datasets_dir(), "dataset")
+    if not path.is_file():
+        raise ValueError(f"dataset file {ref!r} not found in this worker's datasets directory")
+    return path
+
+
+def _normalise(ds: Dataset, source: str, *, list_columns: bool = True) -> Dataset:
+    """Accept a ``prompt`` column (text or messages) or a ``question`` column; text becomes chat.
+
+    Column names are listed only for hub datasets, never for local files (bug 4)."""
     if "prompt" not in ds.column_names:
         if "question" not in ds.column_names:
-            raise ValueError(f"dataset {source} needs a 'prompt' (or 'question') column; "
-                             f"it has {', '.join(ds.column_names)}")
+            found = f"; it has {', '.join(ds.column_names)}" if list_columns else ""
+            raise ValueError(f"dataset {source} needs a 'prompt' (or 'question') column{found}")
         ds = ds.rename_column("question", "prompt")
     if isinstance(ds[0]["prompt"], str):
         ds = ds.map(lambda row: {"prompt": _chat(row["prompt"])})
@@ -94,7 +119,13 @@ def _local_file(spec: RunSpec) -> tuple[Dataset, Dataset | None]:
     """A .json/.jsonl file is one split; an eval split is carved off deterministically."""
     from datasets import load_dataset
 
-    ds = _normalise(load_dataset("json", data_files=spec.dataset, split="train"), spec.dataset)
+    path = local_dataset_path(spec.dataset)
+    try:
+        raw = load_dataset("json", data_files=str(path), split="train")
+    except Exception as exc:  # noqa: BLE001 - parser errors quote the file: name only the type
+        raise ValueError(f"dataset file {spec.dataset!r} is not JSON lines with one object per "
+                         f"row ({type(exc).__name__})") from None
+    ds = _normalise(raw, repr(spec.dataset), list_columns=False)
     if spec.eval_split is None:
         return ds, None
     parts = ds.train_test_split(test_size=EVAL_FRACTION, seed=spec.seed)
@@ -119,7 +150,7 @@ def load_prompts(spec: RunSpec) -> tuple[Dataset, Dataset | None]:
     """Return ``(train_dataset, eval_dataset or None)`` for the spec's dataset reference."""
     if spec.dataset.startswith("builtin:"):
         return _builtin(spec)
-    if spec.dataset.endswith((".jsonl", ".json")):
+    if is_local_dataset(spec.dataset):
         return _local_file(spec)
     return _hub(spec)
 

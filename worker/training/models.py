@@ -18,6 +18,8 @@ from pathlib import Path
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from worker.catalog import confine, is_local_model
+
 TINY_RANDOM = "builtin:tiny-random"
 SMOLLM2 = "builtin:smollm2-135m-instruct"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -156,19 +158,47 @@ def ensure_builtin(model_ref: str) -> Path:
     return _build_atomically(builtin_path(model_ref), _BUILDERS[model_ref])
 
 
+def models_dir() -> Path:
+    """This worker's own models directory (``GRPODECK_MODELS_DIR``), read on every call."""
+    from app.core.config import Settings
+
+    return Settings().models_dir
+
+
+def local_model_path(model_ref: str) -> Path:
+    """The directory a local reference names, checked on the host that reads it (bug 4): only
+    inside this worker's models directory, the same message whether an outside path exists."""
+    try:
+        path = confine(model_ref, models_dir(), "model")
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"model directory {model_ref!r} not found in this worker's models "
+                             "directory (it needs a config.json)")
+    return path
+
+
 def load_model_and_tokenizer(model_ref: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Return ``(model, tokenizer)`` for a built-in, a local directory or a hub id."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = str(ensure_builtin(model_ref)) if model_ref.startswith("builtin:") else model_ref
+    if model_ref.startswith("builtin:"):
+        source, local = str(ensure_builtin(model_ref)), True
+    elif is_local_model(model_ref):
+        source, local = str(local_model_path(model_ref)), True
+    else:
+        source, local = model_ref, False
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, padding_side="left")
-        model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
+        tokenizer = AutoTokenizer.from_pretrained(source, padding_side="left", local_files_only=local)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype="auto", local_files_only=local)
     except OSError as exc:
+        if local and not model_ref.startswith("builtin:"):  # its messages quote files: keep them in
+            raise ModelLoadError(f"could not load model {model_ref!r} from the models directory "
+                                 f"({type(exc).__name__})") from None
         raise ModelLoadError(
             f"could not load model {model_ref!r}: {exc}. A hub id needs network access to the "
             "Hugging Face Hub (or a pre-filled HF cache); offline workers can use the built-ins "
-            "or a local directory."
+            "or a local directory in the models directory."
         ) from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -1,0 +1,115 @@
+"""The live diagnostics state of each run, kept decoded in this web process between batches.
+
+Each run's state is about 100 kB of JSON. Decoding it and writing it back on every report batch
+cost more than everything else ingest does (issue 7, load drill), so the decoded state stays here
+and is written back at most every ``diagnostics_persist_seconds`` (and always for runs that are
+not live). Correctness does not rest on this cache: every update bumps ``runs.diagnostics_revision``
+in the same transaction, and an entry is used only if its revision is the stored one. Otherwise
+(another web process, a restart, a rolled-back transaction) the stored state is loaded and the
+metric points stored after its watermark ``diagnostics_through`` are replayed into it; the state
+itself ignores steps it has already seen.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.core.config import get_settings
+from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
+from app.metrics.models import MetricPoint
+from app.runs import lifecycle
+from app.runs.models import Run
+
+MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
+
+
+@dataclass
+class _Entry:
+    revision: int
+    state: DiagnosticsState
+    through: int
+    persisted_at: float
+
+
+_entries: OrderedDict[int, _Entry] = OrderedDict()
+_guard = threading.Lock()
+
+
+def _stored_rows(db: Session, run_id: int, after: int) -> list[tuple[int, dict[str, float]]]:
+    """Points stored after ``after`` as normalised rows (non-finite values from their raw text)."""
+    stmt = (select(MetricPoint.step, MetricPoint.name, MetricPoint.value, MetricPoint.raw)
+            .where(MetricPoint.run_id == run_id, MetricPoint.step > after)
+            .order_by(MetricPoint.step))
+    rows: dict[int, dict[str, float]] = {}
+    for step, name, value, raw in db.execute(stmt):
+        number = value if value is not None else _parse(raw)
+        if number is not None:
+            rows.setdefault(step, {})[name] = number
+    return sorted(rows.items())
+
+
+def _parse(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return math.nan
+
+
+def _load(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState, int, bool]:
+    """(state, watermark, replayed): the stored state brought up to date with stored points."""
+    state = None
+    if run.diagnostics_state:
+        try:
+            state = DiagnosticsState.from_json(run.diagnostics_state)
+        except ValueError:  # an older state format: start afresh rather than fail ingest
+            state = None
+    through = run.diagnostics_through if state is not None and run.diagnostics_through is not None else -1
+    if state is None:
+        state = DiagnosticsState.new(context)
+    replay = _stored_rows(db, run.id, through)
+    if replay:
+        state.update(replay, context)
+        through = max(through, replay[-1][0])
+    return state, through, bool(replay)
+
+
+def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
+           context: RunContext) -> Diagnosis:
+    """Feed ``rows`` (already stored as points in this transaction) and return the diagnosis."""
+    with _guard:
+        entry = _entries.get(run.id)
+    if entry is not None and entry.revision == run.diagnostics_revision:
+        state, through, persisted_at = entry.state, entry.through, entry.persisted_at
+        diagnosis = state.update(rows, context)
+    else:  # the replay includes this batch's rows: they were stored before diagnostics ran
+        state, through, replayed = _load(db, run, context)
+        diagnosis = state.update(rows if not replayed else [], context)
+        persisted_at = 0.0
+    if rows:
+        through = max(through, max(step for step, _ in rows))
+    now = time.monotonic()
+    live = lifecycle.is_live(run)
+    if not live or now - persisted_at >= get_settings().diagnostics_persist_seconds:
+        run.diagnostics_state, run.diagnostics_through, persisted_at = state.to_json(), through, now
+    run.diagnostics_revision = (run.diagnostics_revision or 0) + 1
+    if not live:  # imported or ended: written back in full, nothing worth keeping in memory
+        forget(run.id)
+        return diagnosis
+    with _guard:
+        _entries[run.id] = _Entry(run.diagnostics_revision, state, through, persisted_at)
+        _entries.move_to_end(run.id)
+        while len(_entries) > MAX_RUNS:
+            _entries.popitem(last=False)
+    return diagnosis
+
+
+def forget(run_id: int) -> None:
+    with _guard:
+        _entries.pop(run_id, None)

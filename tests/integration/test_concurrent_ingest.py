@@ -1,0 +1,127 @@
+"""Issue 7 load drill, the correctness half (the speed half is bench/load.py): reporters of many
+runs at once, each retrying some batches, against a real uvicorn on SQLite and PostgreSQL, with
+the lost-run watcher re-diagnosing the same runs all the while. Nothing may fail, and every
+point must be stored exactly once with the value sent last."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.core.config import ROOT
+from app.core.db import make_engine
+from app.health.models import FindingRecord
+from app.metrics.models import MetricPoint
+from app.runs import service
+from app.runs.models import Run
+from app.runs.spec import RunSpec
+from tests.conftest import migrate
+from tests.stack import free_port
+
+REPORTERS = 8
+BATCHES = 25
+STEPS_PER_BATCH = 3
+METRICS = [f"m{i}" for i in range(20)] + ["reward", "reward_std", "kl", "entropy", "loss"]
+
+
+@pytest.fixture
+def server(database_url: str, tmp_path: Path) -> Iterator[str]:
+    """uvicorn started as ``grpodeck serve`` does, its watcher checking every 0.2 s."""
+    migrate(database_url)
+    port = free_port()
+    env = {**os.environ, "GRPODECK_DATABASE_URL": database_url,
+           "GRPODECK_BROKER_URL": f"sqla+sqlite:///{tmp_path / 'broker.db'}",
+           "GRPODECK_LOST_CHECK_SECONDS": "0.2", "GRPODECK_DIAGNOSTICS_PERSIST_SECONDS": "0.5"}
+    log = (tmp_path / "web.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--no-migrate", "--port",
+                             str(port)], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            proc.poll()
+            assert proc.returncode is None, (tmp_path / "web.log").read_text()
+            threading.Event().wait(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _value(run: int, step: int, name: str, attempt: int) -> float:
+    return round(math.sin(run + step / 7 + len(name)) + attempt / 1000, 6)
+
+
+def _report(url: str, run_id: int, token: str, errors: list[str]) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+        for b in range(BATCHES):
+            steps = range(1 + b * STEPS_PER_BATCH, 1 + (b + 1) * STEPS_PER_BATCH)
+            # every third batch is sent twice (a retry after a lost reply), the second time with
+            # other values: the second must win and nothing may be duplicated
+            for attempt in range(2 if b % 3 == 0 else 1):
+                rows = [{"step": s, "metrics": {n: _value(run_id, s, n, attempt) for n in METRICS}}
+                        for s in steps]
+                response = client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows})
+                if response.status_code != 200:
+                    errors.append(f"run {run_id} batch {b}: {response.status_code} {response.text}")
+            beat = client.post(f"/api/runs/{run_id}/metrics", json={"rows": []})
+            if beat.status_code != 200:
+                errors.append(f"run {run_id} heartbeat: {beat.status_code} {beat.text}")
+            control = client.get(f"/api/runs/{run_id}/control")
+            if control.status_code != 200:
+                errors.append(f"run {run_id} control: {control.status_code}")
+
+
+def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
+        server: str, database_url: str) -> None:
+    engine = make_engine(database_url)
+    with Session(engine) as db:
+        runs = [service.create_run(db, spec=RunSpec(name=f"c{i}", model="builtin:tiny-random",
+                                                     max_steps=1000)) for i in range(REPORTERS)]
+        db.commit()
+        ids = [(run.id, token) for run, token in runs]
+    for run_id, token in ids:
+        response = httpx.post(f"{server}/api/runs/{run_id}/started", json={"pid": 1},
+                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        assert response.status_code == 200, response.text
+    errors: list[str] = []
+    threads = [threading.Thread(target=_report, args=(server, run_id, token, errors))
+               for run_id, token in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert errors == []
+    last_step = BATCHES * STEPS_PER_BATCH
+    with Session(engine) as db:
+        for run_id, _ in ids:
+            points = db.execute(select(MetricPoint.step, MetricPoint.name, MetricPoint.value)
+                                .where(MetricPoint.run_id == run_id)).all()
+            assert len(points) == last_step * len(METRICS)  # once each, none missing
+            expected = {(s, n): _value(run_id, s, n, 1 if (s - 1) // STEPS_PER_BATCH % 3 == 0 else 0)
+                        for s in range(1, last_step + 1) for n in METRICS}
+            assert {(s, n): v for s, n, v in points} == expected
+            run = db.get(Run, run_id)
+            assert run is not None and run.status == "running" and run.current_step == last_step
+            assert run.diagnostics_revision >= BATCHES  # every batch went through diagnostics
+            keys = db.scalar(select(func.count()).select_from(FindingRecord)
+                             .where(FindingRecord.run_id == run_id))
+            distinct = db.scalar(select(func.count(func.distinct(FindingRecord.category + FindingRecord.metric_key)))
+                                 .where(FindingRecord.run_id == run_id))
+            assert keys == distinct  # concurrent diagnoses never duplicated a finding
+    engine.dispose()
