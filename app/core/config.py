@@ -37,6 +37,15 @@ class Settings(BaseSettings):
     rollout_max_steps: int = Field(
         200, description="captured rollout steps kept per run; older ones are thinned out")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
+    lost_after_seconds: float = Field(
+        120.0, description="a running run whose worker gave no sign of life (claim, heartbeat, "
+        "report) for this long, or 3x its usual report interval if longer, is failed as lost")
+    report_deadline_seconds: float = Field(
+        300.0, description="at a run's end, how long the worker keeps retrying to deliver its last "
+        "metrics and final status while the web app is unreachable")
+    broker_visibility_seconds: float = Field(
+        600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
+        "after this long (a redelivered run that was already claimed is dropped by the claim)")
 
 
 @lru_cache

@@ -2,6 +2,10 @@
 
 GPU machines need no database credentials: they claim the run, stream metrics, learn whether
 they were asked to stop (in every ingest reply), and report how the training process ended.
+
+The task message carries only a single-use claim ticket; the run token exists only in the claim
+reply (and as a hash in the database) and is revoked when the run ends, so a token read from a
+broker file, a log or a process listing is worth nothing once its run is over.
 """
 
 from __future__ import annotations
@@ -16,17 +20,26 @@ from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
 from app.runs.models import Run
-from app.runs.service import get_run, token_matches
+from app.runs.service import ClaimRefused, claim, get_run, seen, token_matches
 
 router = APIRouter(prefix="/api/runs", tags=["report"])
 
 
-def authorised_run(run_id: int, db: SessionDep,
-                   authorization: Annotated[str | None, Header()] = None) -> Run:
+def _bearer(authorization: str | None) -> str:
+    return (authorization or "").removeprefix("Bearer ").strip()
+
+
+def _run_or_404(db: SessionDep, run_id: int) -> Run:
     run = get_run(db, run_id)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    token = (authorization or "").removeprefix("Bearer ").strip()
+    return run
+
+
+def authorised_run(run_id: int, db: SessionDep,
+                   authorization: Annotated[str | None, Header()] = None) -> Run:
+    run = _run_or_404(db, run_id)
+    token = _bearer(authorization)
     if not token or not token_matches(run, token):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong run token")
     return run
@@ -52,19 +65,27 @@ class ControlOut(BaseModel):
     status: str
 
 
+class ClaimOut(ControlOut):
+    token: str
+
+
 def _control(run: Run) -> ControlOut:
     stop = run.cancel_requested_at is not None or run.status in lifecycle.TERMINAL
     return ControlOut(stop=stop, reason=run.stop_reason, status=run.status)
 
 
-@router.post("/{run_id}/started", response_model=ControlOut)
-def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
+@router.post("/{run_id}/claim", response_model=ClaimOut)
+def claim_run(run_id: int, body: StartedIn, db: SessionDep,
+              authorization: Annotated[str | None, Header()] = None) -> ClaimOut:
+    """Bearer: the claim ticket from the task message. 409 once claimed, cancelled or ended."""
+    run = _run_or_404(db, run_id)
     try:
-        lifecycle.start(run, body.pid, body.host)
-    except lifecycle.TransitionError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        token = claim(db, run, _bearer(authorization), body.pid, body.host)
+    except ClaimRefused as exc:
+        code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
+        raise HTTPException(code, str(exc)) from None
     db.commit()
-    return _control(run)
+    return ClaimOut(token=token, **_control(run).model_dump())
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
@@ -78,7 +99,10 @@ def post_metrics(batch: MetricBatch, run: RunAuth, db: SessionDep) -> IngestRepl
 
 
 @router.get("/{run_id}/control", response_model=ControlOut)
-def control(run: RunAuth) -> ControlOut:
+def control(run: RunAuth, db: SessionDep) -> ControlOut:
+    """The supervisor polls this while its child trains: it doubles as the worker's heartbeat."""
+    seen(run)
+    db.commit()
     return _control(run)
 
 
