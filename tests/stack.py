@@ -37,7 +37,10 @@ class Stack:
     broker_url: str
     workdir: Path
     port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    queue: str = field(default_factory=lambda: f"test-{uuid.uuid4().hex[:8]}")
 
     @property
     def url(self) -> str:
@@ -47,26 +50,47 @@ class Stack:
     def env(self) -> dict[str, str]:
         return {**os.environ, "GRPODECK_DATABASE_URL": self.database_url,
                 "GRPODECK_BROKER_URL": self.broker_url, "GRPODECK_PUBLIC_URL": self.url,
-                "GRPODECK_QUEUE": f"test-{uuid.uuid4().hex[:8]}",
+                "GRPODECK_QUEUE": self.queue,
                 "GRPODECK_RUNS_DIR": str(self.workdir / "runs"),
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
-                "PYTHONUNBUFFERED": "1"}
+                "PYTHONUNBUFFERED": "1", **self.extra_env}
 
     def start(self) -> Stack:
-        env = self.env  # one queue name for both processes
-        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=env, cwd=ROOT, check=True)
-        self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
-                            "127.0.0.1", "--port", str(self.port)], env)
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                               "--pool=prefork", "--concurrency=1", "-Q", env["GRPODECK_QUEUE"],
-                               "--loglevel=INFO"], env)
-        self._wait_ready()
+        try:
+            subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
+                           check=True)
+            self.start_web()
+            self.start_worker()
+        except BaseException:
+            self.stop()  # a failed start leaves no processes behind
+            raise
         return self
 
-    def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
-        log = (self.workdir / f"{name}.log").open("wb")
-        self.procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
+    def start_web(self) -> None:
+        """(Re)start uvicorn on the same port and database."""
+        self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
+                            "127.0.0.1", "--port", str(self.port)])
+        self._wait_ready()
+
+    def start_worker(self) -> None:
+        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+                               "--pool=prefork", "--concurrency=1", "-Q", self.queue,
+                               "--loglevel=INFO"])
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 30) -> None:
+        """Signal a part's whole process group (uvicorn, or the Celery main and pool processes)
+        and wait for its main process to exit."""
+        proc = self.named[name]
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+        proc.wait(timeout=timeout)
+
+    def _spawn(self, name: str, cmd: list[str]) -> None:
+        log = (self.workdir / f"{name}.log").open("ab")
+        proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        self.named[name] = proc
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -92,6 +116,7 @@ class Stack:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        self.procs.clear()
 
     def launch(self, **spec: Any) -> int:
         response = httpx.post(f"{self.url}/api/runs", json=spec, timeout=30)

@@ -148,6 +148,8 @@ class MetricsReporter(TrainerCallback):
                 if _retryable(exc):
                     return self._failed(exc, now)
                 self._refused(exc, len(rows), len(rollouts))
+                if self.run_over and control is not None:
+                    control.should_training_stop = True
                 if self.run_over or not self._buffer:
                     return False
                 continue
