@@ -6,6 +6,7 @@ user would start them; the test talks to them over HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
+import redis
 
 from app.core.config import ROOT
 
@@ -143,3 +146,87 @@ class Stack:
             time.sleep(0.5)
         raise AssertionError(f"run {run_id} still {self.run(run_id)['status']}\n"
                              f"worker log:\n{self.log('worker')}")
+
+    # -- fault drills: what a test needs to see of the training child and the broker -----------
+    def training_child(self, run_id: int) -> psutil.Process | None:
+        """The training child of ``run_id`` started by this stack's worker, if it is running."""
+        runs_dir = str(self.workdir / "runs")
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if ("worker.training.child" in cmd and str(run_id) in cmd
+                    and any(part.startswith(runs_dir) for part in cmd)):
+                return proc
+        return None
+
+    def spool_steps(self, run_id: int) -> list[int]:
+        """Steps the child has logged so far (its local spool), delivered or not."""
+        path = self.workdir / "runs" / str(run_id) / "metrics.jsonl"
+        if not path.exists():
+            return []
+        steps = []
+        for line in path.read_text().splitlines():
+            try:
+                steps.append(int(json.loads(line)["step"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return steps
+
+    def training_done(self, run_id: int) -> bool:
+        """The child logged its end-of-training summary (whether or not it was delivered)."""
+        path = self.workdir / "runs" / str(run_id) / "metrics.jsonl"
+        return path.exists() and "train_runtime" in path.read_text()
+
+    def broker_contents(self) -> bytes:
+        """Everything the broker stores now: the SQLite file, or every key of the Redis db."""
+        if self.broker_url.startswith("sqla+sqlite"):
+            return Path(self.broker_url.split("///", 1)[1]).read_bytes()
+        client = redis.Redis.from_url(self.broker_url)
+        out = []
+        for key in client.scan_iter():
+            kind = client.type(key)
+            if kind == b"list":
+                out += client.lrange(key, 0, -1)
+            elif kind == b"hash":
+                out += client.hvals(key)
+            elif kind == b"string":
+                out.append(client.get(key) or b"")
+            elif kind == b"zset":
+                out += client.zrange(key, 0, -1)
+            elif kind == b"set":
+                out += list(client.smembers(key))
+        return b"\n".join(out)
+
+
+@dataclass
+class PrivateRedis:
+    """A redis-server of our own on a free port (never the shared one), restartable, with an
+    append-only file so a restart keeps queued messages, as docker-compose runs it."""
+
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 20) -> PrivateRedis:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = (self.workdir / "redis.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.workdir), "--appendonly", "yes", "--save", ""],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return self
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()  # redis saves its append-only file on SIGTERM
+            self.proc.wait(timeout=20)
