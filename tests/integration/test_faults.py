@@ -8,6 +8,7 @@ Short bounds (settings) keep the waits small: a run whose worker is silent for 1
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -110,20 +111,28 @@ def test_web_down_mid_run_loses_nothing(faulty: Stack) -> None:
     assert steps_of(stack, run_id) == list(range(1, n + 1))
 
 
-def test_worker_kill_9_ends_the_training_and_the_run(faulty: Stack) -> None:
+@pytest.mark.parametrize("target", ["main", "pool"])
+def test_worker_kill_9_ends_the_training_and_the_run(faulty: Stack, target: str) -> None:
+    """``main``: kill -9 of the Celery main process (its pool process dies with it, and the
+    training child with that). ``pool``: kill -9 of the pool process that supervises the child;
+    the surviving main process requeues the task (reject_on_worker_lost), and the redelivered
+    message must not train the run again: the claim refuses it."""
     stack = up(faulty)
-    run_id = stack.launch(name="worker-killed", max_steps=10_000, **TINY)
+    run_id = stack.launch(name=f"worker-killed-{target}", max_steps=10_000, **TINY)
     child = child_of(stack, run_id)
     token = token_of(child)
     stack.wait_until(lambda: stack.run(run_id)["step"] >= 1, "a step to arrive")
-    stack.kill("worker", signal.SIGKILL)  # the Celery main and pool processes, at once
+    victim = stack.named["worker"].pid if target == "main" else child.ppid()
+    os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()
     stack.wait_until(lambda: gone(child.pid), "the orphaned training child to exit", 15)
     run = stack.wait_for(run_id, TERMINAL, timeout=90)
     assert run["status"] == "failed" and "worker lost" in run["error"], run
     assert time.monotonic() - killed_at < 90
     assert_token_is_dead(stack, run_id, token)
-    stack.start_worker()  # a restarted worker: the dead run stays ended, new runs train
-    short = stack.launch(name="after-restart", max_steps=2, **TINY)
+    if target == "main":
+        stack.kill("worker")  # whatever is left of its group
+        stack.start_worker()
+    short = stack.launch(name="after-kill", max_steps=2, **TINY)  # the worker takes new runs
     assert stack.wait_for(short, TERMINAL, timeout=300)["status"] == "succeeded"
-    assert stack.run(run_id)["status"] == "failed"
+    assert stack.run(run_id)["status"] == "failed" and stack.training_child(run_id) is None
