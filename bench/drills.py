@@ -120,7 +120,7 @@ class Bed:
         db = f"drill_{name.replace('-', '_')}_{uuid.uuid4().hex[:6]}"
         with psycopg.connect(self.admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{db}"')
-        workdir = self.root / name
+        workdir = self.root / f"stack-{name}"
         workdir.mkdir()
         url = self.admin.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
         return Stack(f"{url}/{db}", self.redis.url, workdir, extra_env=ENV).start()
@@ -245,7 +245,8 @@ def main(names: list[str]) -> int:
             try:
                 result = DRILLS[name](bed)
             except Exception as exc:  # noqa: BLE001 - a broken drill fails; the others still run
-                result = Result(name, "?", note=f"{type(exc).__name__}: {str(exc)[:80]}")
+                first_line = str(exc).splitlines()[0][:80] if str(exc) else ""
+                result = Result(name, "?", note=f"{type(exc).__name__}: {first_line}")
             print(f"# {name}: {time.monotonic() - started:.0f} s", file=sys.stderr)
             results.append(result)
     finally:

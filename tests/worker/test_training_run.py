@@ -84,3 +84,5 @@ def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [r["step"] for r in receiver.rows if "loss" in r["metrics"]] == [1]
+    # The token came from the environment: it is not on the command line.
+    assert {r["headers"]["Authorization"] for r in receiver.requests} == {"Bearer t"}
