@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
+from app.diagnostics.detectors.lost import MIN_GAP_S
 from app.health import service
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -27,6 +28,9 @@ from app.runs.models import Run
 log = logging.getLogger(__name__)
 
 REPORT_INTERVALS = 3.0  # silence of this many usual report intervals means the worker is gone
+# The `lost` finding measures silence from the last metric report; right after this web process
+# (re)started, reports held back by an outage are still on their way, so it fails nothing yet.
+FINDING_SETTLE_S = 5 * MIN_GAP_S
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -65,7 +69,8 @@ def check_live_runs(now: datetime | None = None, since: datetime | None = None) 
     with get_sessionmaker()() as db:
         for run in db.scalars(select(Run).where(Run.status == lifecycle.Status.RUNNING)).all():
             reason = _worker_lost(run, now, since, floor)
-            if reason is None:
+            settled = since is None or (now - since).total_seconds() >= FINDING_SETTLE_S
+            if reason is None and settled:
                 diagnosis = service.observe(db, run, [], now)
                 lost = [f for f in diagnosis.findings if f.category == "lost"]
                 if lost and lost[0].severity == "critical":
