@@ -116,13 +116,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds the end of the run waits for an unreachable server")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if os.environ.get(SUPERVISOR_ENV):
-        from worker.training.lifeline import tie_to_parent
-
-        tie_to_parent(int(os.environ[SUPERVISOR_ENV]))
     token = os.environ.get(TOKEN_ENV)
     if not token:
         parser.error(f"the run token must be in ${TOKEN_ENV}")
+    if os.environ.get(SUPERVISOR_ENV):
+        from functools import partial
+
+        from worker.spool import send_unacked
+        from worker.training.lifeline import tie_to_parent
+
+        url = f"{args.report_url.rstrip('/')}/api/runs/{args.run_id}/metrics"
+        tie_to_parent(int(os.environ[SUPERVISOR_ENV]), last_words=partial(
+            send_unacked, Path(args.output_dir) / "metrics.jsonl", url, token))
     try:
         from app.runs.spec import RunSpec
 
