@@ -190,8 +190,8 @@ def _register_runs(n: int) -> list[tuple[int, str]]:
     with db.get_sessionmaker()() as session:
         for i in range(n):
             spec = RunSpec(name=f"load-{i}", model="builtin:tiny-random", max_steps=100_000)
-            run, token = service.create_run(session, spec=spec)
-            out.append((run.id, token))
+            run, ticket = service.create_run(session, spec=spec)
+            out.append((run.id, ticket))
         session.commit()
     return out
 
@@ -223,10 +223,12 @@ async def _drive(url: str, runs: list[tuple[int, str]], args: argparse.Namespace
     stats = Stats()
     limits = httpx.Limits(max_connections=500, max_keepalive_connections=500)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-        for run_id, token in runs:
-            response = await client.post(f"/api/runs/{run_id}/started", json={"pid": 1},
-                                         headers={"Authorization": f"Bearer {token}"})
+        tickets, runs = runs, []
+        for run_id, ticket in tickets:  # claimed as a worker does: the ticket buys the run token
+            response = await client.post(f"/api/runs/{run_id}/claim", json={"pid": 1},
+                                         headers={"Authorization": f"Bearer {ticket}"})
             response.raise_for_status()
+            runs.append((run_id, response.json()["token"]))
         start = time.monotonic()
         deadline = start + args.seconds
         tasks = [worker(client, stats, rid, tok, deadline, args.steps_per_batch, i)

@@ -6,6 +6,7 @@ user would start them; the test talks to them over HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
+import redis
 
 from app.core.config import ROOT
 
@@ -37,7 +40,10 @@ class Stack:
     broker_url: str
     workdir: Path
     port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    queue: str = field(default_factory=lambda: f"test-{uuid.uuid4().hex[:8]}")
 
     @property
     def url(self) -> str:
@@ -47,28 +53,49 @@ class Stack:
     def env(self) -> dict[str, str]:
         return {**os.environ, "GRPODECK_DATABASE_URL": self.database_url,
                 "GRPODECK_BROKER_URL": self.broker_url, "GRPODECK_PUBLIC_URL": self.url,
-                "GRPODECK_QUEUE": f"test-{uuid.uuid4().hex[:8]}",
+                "GRPODECK_QUEUE": self.queue,
                 "GRPODECK_RUNS_DIR": str(self.workdir / "runs"),
                 "GRPODECK_DATASETS_DIR": str(self.workdir / "datasets"),
                 "GRPODECK_MODELS_DIR": str(self.workdir / "models"),
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
-                "PYTHONUNBUFFERED": "1"}
+                "PYTHONUNBUFFERED": "1", **self.extra_env}
 
     def start(self) -> Stack:
-        env = self.env  # one queue name for both processes
-        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=env, cwd=ROOT, check=True)
-        self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
-                            "127.0.0.1", "--port", str(self.port)], env)
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                               "--pool=prefork", "--concurrency=1", "-Q", env["GRPODECK_QUEUE"],
-                               "--loglevel=INFO"], env)
-        self._wait_ready()
+        try:
+            subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
+                           check=True)
+            self.start_web()
+            self.start_worker()
+        except BaseException:
+            self.stop()  # a failed start leaves no processes behind
+            raise
         return self
 
-    def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
-        log = (self.workdir / f"{name}.log").open("wb")
-        self.procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
+    def start_web(self) -> None:
+        """(Re)start uvicorn on the same port and database."""
+        self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
+                            "127.0.0.1", "--port", str(self.port)])
+        self._wait_ready()
+
+    def start_worker(self) -> None:
+        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+                               "--pool=prefork", "--concurrency=1", "-Q", self.queue,
+                               "--loglevel=INFO"])
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 30) -> None:
+        """Signal a part's whole process group (uvicorn, or the Celery main and pool processes)
+        and wait for its main process to exit."""
+        proc = self.named[name]
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+        proc.wait(timeout=timeout)
+
+    def _spawn(self, name: str, cmd: list[str]) -> None:
+        log = (self.workdir / f"{name}.log").open("ab")
+        proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        self.named[name] = proc
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -94,6 +121,7 @@ class Stack:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        self.procs.clear()
 
     def launch(self, **spec: Any) -> int:
         response = httpx.post(f"{self.url}/api/runs", json=spec, timeout=30)
@@ -120,3 +148,87 @@ class Stack:
             time.sleep(0.5)
         raise AssertionError(f"run {run_id} still {self.run(run_id)['status']}\n"
                              f"worker log:\n{self.log('worker')}")
+
+    # -- fault drills: what a test needs to see of the training child and the broker -----------
+    def training_child(self, run_id: int) -> psutil.Process | None:
+        """The training child of ``run_id`` started by this stack's worker, if it is running."""
+        runs_dir = str(self.workdir / "runs")
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if ("worker.training.child" in cmd and str(run_id) in cmd
+                    and any(part.startswith(runs_dir) for part in cmd)):
+                return proc
+        return None
+
+    def spool_steps(self, run_id: int) -> list[int]:
+        """Steps the child has logged so far (its local spool), delivered or not."""
+        path = self.workdir / "runs" / str(run_id) / "metrics.jsonl"
+        if not path.exists():
+            return []
+        steps = []
+        for line in path.read_text().splitlines():
+            try:
+                steps.append(int(json.loads(line)["step"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return steps
+
+    def training_done(self, run_id: int) -> bool:
+        """The child logged its end-of-training summary (whether or not it was delivered)."""
+        path = self.workdir / "runs" / str(run_id) / "metrics.jsonl"
+        return path.exists() and "train_runtime" in path.read_text()
+
+    def broker_contents(self) -> bytes:
+        """Everything the broker stores now: the SQLite file, or every key of the Redis db."""
+        if self.broker_url.startswith("sqla+sqlite"):
+            return Path(self.broker_url.split("///", 1)[1]).read_bytes()
+        client = redis.Redis.from_url(self.broker_url)
+        out = []
+        for key in client.scan_iter():
+            kind = client.type(key)
+            if kind == b"list":
+                out += client.lrange(key, 0, -1)
+            elif kind == b"hash":
+                out += client.hvals(key)
+            elif kind == b"string":
+                out.append(client.get(key) or b"")
+            elif kind == b"zset":
+                out += client.zrange(key, 0, -1)
+            elif kind == b"set":
+                out += list(client.smembers(key))
+        return b"\n".join(out)
+
+
+@dataclass
+class PrivateRedis:
+    """A redis-server of our own on a free port (never the shared one), restartable, with an
+    append-only file so a restart keeps queued messages, as docker-compose runs it."""
+
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 20) -> PrivateRedis:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = (self.workdir / "redis.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+             str(self.workdir), "--appendonly", "yes", "--save", ""],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return self
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()  # redis saves its append-only file on SIGTERM
+            self.proc.wait(timeout=20)

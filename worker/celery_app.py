@@ -1,7 +1,12 @@
 """The Celery app, configured from the same settings as the web app.
 
 acks_late + prefetch 1: a worker holds one run at a time and a crashed worker's run is not
-silently lost from the queue. Results are not stored: outcomes travel over the HTTP report API.
+silently lost from the queue: ``task_reject_on_worker_lost`` requeues the message when a pool
+process dies, and on Redis an unacknowledged message of a dead worker comes back after
+``broker_visibility_seconds``. A redelivery is always safe: the message holds a single-use claim
+ticket, so a run that was already claimed is not trained twice (its claim answers 409), and a run
+that never started is trained by whoever claims it. Results are not stored: outcomes travel over
+the HTTP report API.
 """
 
 from __future__ import annotations
@@ -14,13 +19,26 @@ from celery import Celery
 from app.core.config import get_settings
 
 
-def make_celery(broker_url: str, queue: str) -> Celery:
+def _private_sqlite_file(broker_url: str) -> None:
+    """The embedded broker's file holds task messages: readable by its owner only."""
+    path = Path(broker_url.split("///", 1)[1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)
+
+
+def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) -> Celery:
+    options: dict[str, float] = {}
     if broker_url.startswith("sqla+sqlite"):
-        Path(broker_url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        _private_sqlite_file(broker_url)
+    elif broker_url.startswith(("redis", "rediss")):
+        options["visibility_timeout"] = visibility_seconds
     app = Celery("grpodeck", broker=broker_url, include=["worker.tasks"])
     app.conf.update(
         task_default_queue=queue,
         task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        broker_transport_options=options,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
         task_serializer="json",
@@ -34,7 +52,7 @@ def make_celery(broker_url: str, queue: str) -> Celery:
 @lru_cache
 def celery_for(broker_url: str, queue: str) -> Celery:
     """One app per broker: the web process sends with it, tests may switch brokers."""
-    return make_celery(broker_url, queue)
+    return make_celery(broker_url, queue, get_settings().broker_visibility_seconds)
 
 
 celery_app = celery_for(get_settings().broker_url, get_settings().queue)

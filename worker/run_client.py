@@ -1,7 +1,10 @@
-"""The Celery task's side of the report API: claim a run, poll for stop, report the end.
+"""The Celery task's side of the report API: claim a run, poll for stop, replay, report the end.
 
-Retries are bounded (tenacity): the web app restarting for a few seconds must not fail a run,
-but a dead web app must not hang the worker forever either.
+Claiming trades the single-use ticket from the task message for the run's token. Calls that must
+arrive (claim, replay, the final status) retry with backoff for up to ``deadline`` seconds
+(tenacity): the web app restarting, or down for a minute at the end of a run, must not lose a
+run's end, but a dead web app must not hang the worker forever either. The control poll is a
+single attempt: a missed poll is simply "no answer yet".
 """
 
 from __future__ import annotations
@@ -9,35 +12,58 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-RETRYABLE = (httpx.TransportError, httpx.RemoteProtocolError)
+# The server says the run is over for this worker: cancelled while queued, already claimed,
+# ended (its token revoked), or gone.
+OVER = (401, 404, 409)
 
 
 class RunConflict(Exception):
-    """The server refused a status change (e.g. the run was cancelled while queued)."""
+    """The server refused: the run is no longer this worker's to train or report."""
+
+
+def retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and (
+        exc.response.status_code >= 500 or exc.response.status_code == 429)
 
 
 class RunClient:
-    def __init__(self, base_url: str, run_id: int, token: str, timeout: float = 10.0) -> None:
+    def __init__(self, base_url: str, run_id: int, deadline: float = 300.0,
+                 timeout: float = 10.0) -> None:
         self.run_id = run_id
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout,
-                                  headers={"Authorization": f"Bearer {token}"})
+        self.deadline = deadline
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
 
-    @retry(retry=retry_if_exception_type(RETRYABLE), stop=stop_after_attempt(5),
-           wait=wait_exponential(multiplier=0.5, max=8), reraise=True)
-    def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _once(self, method: str, path: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
         response = self._http.request(method, f"/api/runs/{self.run_id}/{path}", json=json)
-        if response.status_code == 409:
-            raise RunConflict(response.json().get("detail", "conflict"))
+        if response.status_code in OVER:
+            raise RunConflict(f"{response.status_code}: {response.text[:300]}")
         response.raise_for_status()
         return response.json()
 
-    def started(self, pid: int, host: str) -> dict[str, Any]:
-        return self._call("POST", "started", {"pid": pid, "host": host})
+    def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
+        for attempt in Retrying(retry=retry_if_exception(retryable), reraise=True,
+                                stop=stop_after_delay(self.deadline),
+                                wait=wait_exponential(multiplier=0.5, max=10)):
+            with attempt:
+                return self._once(method, path, json)
+        raise AssertionError("unreachable")
+
+    def claim(self, ticket: str, pid: int, host: str) -> str:
+        """Start the run; returns its token (kept in memory, handed to the child's environment)."""
+        self._http.headers["Authorization"] = f"Bearer {ticket}"
+        reply = self._call("POST", "claim", {"pid": pid, "host": host})
+        self._http.headers["Authorization"] = f"Bearer {reply['token']}"
+        return str(reply["token"])
 
     def control(self) -> dict[str, Any]:
-        return self._call("GET", "control")
+        return self._once("GET", "control")
+
+    def report(self, rows: list[dict[str, Any]]) -> None:
+        self._call("POST", "metrics", {"rows": rows})
 
     def finished(self, returncode: int, error: str | None, traceback_tail: str | None) -> None:
         self._call("POST", "finished", {"returncode": returncode, "error": error,

@@ -20,8 +20,10 @@ from pathlib import Path
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 
 
-def kill_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """SIGTERM the child's group, then SIGKILL whatever is left after ``grace`` seconds."""
+def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the child's group, then SIGKILL whatever is left after ``grace`` seconds.
+
+    No default: the caller passes the run's own cancel grace, so a kill comes when promised."""
     if proc.poll() is not None:
         return
     try:
@@ -47,7 +49,7 @@ def supervise(proc: subprocess.Popen[bytes], should_stop: Callable[[], bool],
             if should_stop():
                 stop_seen_at = time.monotonic()
         elif time.monotonic() - stop_seen_at > grace_seconds:
-            kill_group(proc)
+            kill_group(proc, grace_seconds)
             return proc.wait()
 
 

@@ -1,4 +1,11 @@
-"""Thin Celery tasks: claim the run, start the training child, report how it ended."""
+"""Thin Celery tasks: claim the run, start the training child, deliver what it left, report the end.
+
+The task message holds a single-use claim ticket, never the run's token: the claim trades it for
+the token, which reaches the child only through its environment. The child dies with this
+process (``worker.training.lifeline``), so a ``kill -9`` of the worker leaves no orphan training;
+the run is then ended by the server's lost check. After the child exits, rows it could not
+deliver (an outage at the end of the run) are replayed from its spool before the end is reported.
+"""
 
 from __future__ import annotations
 
@@ -9,52 +16,101 @@ import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+from celery import Task
+
 from app.core.config import get_settings
+from worker import spool
 from worker.celery_app import celery_app
-from worker.run_client import RunClient, RunConflict
+from worker.run_client import RunClient, RunConflict, retryable
 from worker.supervise import error_line, kill_group, supervise, tail
+from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 
 log = logging.getLogger(__name__)
 
+REPLAY_CHUNK = 500
+CLAIM_RETRY_SECONDS = 30
 
-def _child_command(run_id: int, spec_path: str, report_url: str, token: str,
-                   output_dir: str) -> list[str]:
+
+def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str,
+                   report_deadline: float) -> list[str]:
     return [sys.executable, "-m", "worker.training.child", "--spec", spec_path,
-            "--run-id", str(run_id), "--report-url", report_url, "--token", token,
-            "--output-dir", output_dir]
+            "--run-id", str(run_id), "--report-url", report_url, "--output-dir", output_dir,
+            "--report-deadline", str(report_deadline)]
 
 
-@celery_app.task(name="grpodeck.train_run")
-def train_run(run_id: int, spec: dict[str, Any], report_url: str, token: str) -> int | None:
+@celery_app.task(name="grpodeck.train_run", bind=True, max_retries=None)
+def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
+              ticket: str) -> int | None:
     settings = get_settings()
-    client = RunClient(report_url, run_id, token)
+    client = RunClient(report_url, run_id, deadline=settings.report_deadline_seconds)
     try:
-        client.started(pid=os.getpid(), host=socket.gethostname())
-    except RunConflict as exc:  # cancelled while it waited in the queue
+        token = client.claim(ticket, pid=os.getpid(), host=socket.gethostname())
+    except RunConflict as exc:  # cancelled while queued, or a redelivery of a claimed run
         log.info("run %s not started: %s", run_id, exc)
+        client.close()
         return None
+    except Exception as exc:
+        if not retryable(exc):
+            raise
+        client.close()  # the web app is unreachable: put the run back in the queue for later
+        raise self.retry(exc=exc, countdown=CLAIM_RETRY_SECONDS) from exc
+    try:
+        return _train_claimed(client, run_id, spec, report_url, token)
+    finally:
+        client.close()
+
+
+def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_url: str,
+                   token: str) -> int:
+    settings = get_settings()
     out = settings.runs_dir / str(run_id)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(spec))
+    for stale in (out / "metrics.jsonl", out / "metrics.jsonl.acked"):
+        stale.unlink(missing_ok=True)
+    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid())}
     stderr_path = out / "stderr.log"
     with (out / "stdout.log").open("wb") as stdout, stderr_path.open("wb") as stderr:
         proc = subprocess.Popen(
-            _child_command(run_id, str(out / "spec.json"), report_url, token, str(out)),
-            stdout=stdout, stderr=stderr, start_new_session=True,
+            _child_command(run_id, str(out / "spec.json"), report_url, str(out),
+                           settings.report_deadline_seconds),
+            stdout=stdout, stderr=stderr, start_new_session=True, env=env,
         )
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds)
     err_tail = tail(stderr_path)
-    client.finished(rc, error_line(err_tail) if rc else None, err_tail if rc else None)
-    client.close()
+    try:
+        replay(client, out / "metrics.jsonl")
+        client.finished(rc, error_line(err_tail) if rc else None, err_tail if rc else None)
+    except RunConflict as exc:  # ended on the server meanwhile (lost, or cancelled and gone)
+        log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
     return rc
 
 
+def replay(client: RunClient, spool_path: Path) -> int:
+    """Deliver the spool's unacknowledged rows (idempotent on the server); returns how many."""
+    rows = spool.unacked(spool_path)
+    if rows:
+        log.warning("run %s: replaying %d undelivered metric rows", client.run_id, len(rows))
+    done = spool.acked(spool_path)
+    for i in range(0, len(rows), REPLAY_CHUNK):
+        chunk = rows[i:i + REPLAY_CHUNK]
+        client.report(chunk)
+        done += len(chunk)
+        spool.mark_acked(spool_path, done)
+    return len(rows)
+
+
 def _stop_requested(client: RunClient) -> bool:
-    """An unreachable web app is not a stop request: keep training, the next poll may succeed."""
+    """An unreachable web app is not a stop request: keep training, the next poll may succeed.
+    A run the server says is over (ended, lost, token revoked) is a stop request."""
     try:
         return bool(client.control().get("stop"))
+    except RunConflict as exc:
+        log.warning("run %s: the server ended this run: %s", client.run_id, exc)
+        return True
     except Exception as exc:  # noqa: BLE001 - any failure to ask means "no answer"
         log.warning("run %s: control poll failed: %s", client.run_id, exc)
         return False
@@ -71,4 +127,4 @@ def _wait(proc: subprocess.Popen[bytes], client: RunClient, poll: float, grace: 
         return supervise(proc, lambda: _stop_requested(client), poll, grace)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        kill_group(proc)
+        kill_group(proc, grace)

@@ -67,6 +67,15 @@ class Settings(BaseSettings):
     trusted_origins: list[str] = Field(
         [], description="other origins (scheme://host:port) whose pages may post to this app, "
         "e.g. a reverse proxy's public address when it rewrites Host")
+    lost_after_seconds: float = Field(
+        120.0, description="a running run whose worker gave no sign of life (claim, heartbeat, "
+        "report) for this long, or 3x its usual report interval if longer, is failed as lost")
+    report_deadline_seconds: float = Field(
+        300.0, description="at a run's end, how long the worker keeps retrying to deliver its last "
+        "metrics and final status while the web app is unreachable")
+    broker_visibility_seconds: float = Field(
+        600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
+        "after this long (a redelivered run that was already claimed is dropped by the claim)")
 
 
 @lru_cache

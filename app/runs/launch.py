@@ -16,10 +16,10 @@ log = logging.getLogger(__name__)
 def launch(db: Session, spec: RunSpec, *, created_by: int | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it."""
-    run, token = service.create_run(db, spec=spec, created_by=created_by)
+    run, ticket = service.create_run(db, spec=spec, created_by=created_by)
     db.commit()
     try:
-        run.task_id = launcher.enqueue(run, token)
+        run.task_id = launcher.enqueue(run, ticket)
     except Exception as exc:
         log.exception("could not queue run %s", run.id)
         lifecycle.fail(run, f"could not queue the run: {exc}")

@@ -51,6 +51,7 @@ def transition(run: Run, to: Status, **fields: object) -> None:
         run.started_at = _now()
     if to in TERMINAL:
         run.finished_at = _now()
+        run.token_hash = run.claim_hash = None  # an ended run accepts no more reports or claims
     for key, value in fields.items():
         setattr(run, key, value)
 

@@ -22,12 +22,14 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)
     max_steps: Mapped[int] = mapped_column(Integer)
     current_step: Mapped[int] = mapped_column(Integer, default=0)
-    token_hash: Mapped[str | None] = mapped_column(String(64))
+    token_hash: Mapped[str | None] = mapped_column(String(64))  # set at claim, cleared at the end
+    claim_hash: Mapped[str | None] = mapped_column(String(64))  # single-use ticket in the queue
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_step_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # worker alive
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     stop_reason: Mapped[str | None] = mapped_column(Text)
     worker_pid: Mapped[int | None] = mapped_column(Integer)

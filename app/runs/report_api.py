@@ -2,6 +2,10 @@
 
 GPU machines need no database credentials: they claim the run, stream metrics, learn whether
 they were asked to stop (in every ingest reply), and report how the training process ended.
+
+The task message carries only a single-use claim ticket; the run token exists only in the claim
+reply (and as a hash in the database) and is revoked when the run ends, so a token read from a
+broker file, a log or a process listing is worth nothing once its run is over.
 """
 
 from __future__ import annotations
@@ -17,15 +21,31 @@ from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
 from app.runs.models import Run
-from app.runs.service import get_run, get_run_for_update, token_matches
+from app.runs.service import (
+    ClaimRefused,
+    claim,
+    get_run,
+    get_run_for_update,
+    seen,
+    token_matches,
+)
 
 router = APIRouter(prefix="/api/runs", tags=["report"])
 
 
-def _authorised(run: Run | None, run_id: int, authorization: str | None) -> Run:
+def _bearer(authorization: str | None) -> str:
+    return (authorization or "").removeprefix("Bearer ").strip()
+
+
+def _found(run: Run | None, run_id: int) -> Run:
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    token = (authorization or "").removeprefix("Bearer ").strip()
+    return run
+
+
+def _authorised(run: Run | None, run_id: int, authorization: str | None) -> Run:
+    run = _found(run, run_id)
+    token = _bearer(authorization)
     if not token or not token_matches(run, token):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong run token")
     return run
@@ -63,19 +83,27 @@ class ControlOut(BaseModel):
     status: str
 
 
+class ClaimOut(ControlOut):
+    token: str
+
+
 def _control(run: Run) -> ControlOut:
     stop = run.cancel_requested_at is not None or run.status in lifecycle.TERMINAL
     return ControlOut(stop=stop, reason=run.stop_reason, status=run.status)
 
 
-@router.post("/{run_id}/started", response_model=ControlOut)
-def started(body: StartedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
+@router.post("/{run_id}/claim", response_model=ClaimOut)
+def claim_run(run_id: int, body: StartedIn, db: SessionDep,
+              authorization: Annotated[str | None, Header()] = None) -> ClaimOut:
+    """Bearer: the claim ticket from the task message. 409 once claimed, cancelled or ended."""
+    run = _found(get_run_for_update(db, run_id), run_id)
     try:
-        lifecycle.start(run, body.pid, body.host)
-    except lifecycle.TransitionError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+        token = claim(db, run, _bearer(authorization), body.pid, body.host)
+    except ClaimRefused as exc:
+        code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
+        raise HTTPException(code, str(exc)) from None
     db.commit()
-    return _control(run)
+    return ClaimOut(token=token, **_control(run).model_dump())
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
@@ -89,7 +117,10 @@ def post_metrics(batch: MetricBatch, run: RunForUpdate, db: SessionDep) -> Inges
 
 
 @router.get("/{run_id}/control", response_model=ControlOut)
-def control(run: RunAuth) -> ControlOut:
+def control(run: RunAuth, db: SessionDep) -> ControlOut:
+    """The supervisor polls this while its child trains: it doubles as the worker's heartbeat."""
+    seen(run)
+    db.commit()
     return _control(run)
 
 

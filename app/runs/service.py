@@ -6,11 +6,13 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
+from app.runs import lifecycle
 from app.runs.lifecycle import Status
 from app.runs.models import Run
 from app.runs.spec import RunSpec
@@ -24,20 +26,64 @@ def token_matches(run: Run, token: str) -> bool:
     return run.token_hash is not None and hmac.compare_digest(run.token_hash, hash_token(token))
 
 
-def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None) -> tuple[Run, str]:
-    """Store a queued run and return it with its reporting token (shown to no one but the worker)."""
-    token = secrets.token_urlsafe(32)
+def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None
+               ) -> tuple[Run, str]:
+    """Store a queued run and return it with its single-use claim ticket (it travels in the
+    task message; the worker trades it for the run's token, see ``claim``)."""
+    ticket = secrets.token_urlsafe(32)
     run = Run(
         name=spec.name,
         spec=spec.model_dump(mode="json"),
         status=Status.QUEUED,
         max_steps=spec.max_steps,
-        token_hash=hash_token(token),
+        claim_hash=hash_token(ticket),
         created_by_id=created_by,
     )
     db.add(run)
     db.flush()
-    return run, token
+    return run, ticket
+
+
+class ClaimRefused(Exception):
+    """The ticket is wrong (``unauthorised``) or already spent / the run is no longer queued."""
+
+    def __init__(self, message: str, *, unauthorised: bool = False) -> None:
+        super().__init__(message)
+        self.unauthorised = unauthorised
+
+
+def claim(db: Session, run: Run, ticket: str, pid: int | None, host: str | None) -> str:
+    """Trade the ticket for a fresh run token and start the run; only one claim can succeed.
+
+    The conditional UPDATE is the guard: two workers holding the same (redelivered) message race
+    on it, and the database lets exactly one of them clear the ticket. The token never exists in
+    the broker, only in this reply and as a hash here; it is revoked when the run ends."""
+    ticket_hash = hash_token(ticket)
+    if run.status != Status.QUEUED or run.claim_hash is None:
+        raise ClaimRefused(f"run {run.id} is {run.status} and already claimed or ended")
+    if not hmac.compare_digest(run.claim_hash, ticket_hash):
+        raise ClaimRefused("wrong claim ticket", unauthorised=True)
+    token = secrets.token_urlsafe(32)
+    won = db.execute(update(Run).where(Run.id == run.id, Run.claim_hash == ticket_hash,
+                                       Run.status == Status.QUEUED)
+                     .values(claim_hash=None, token_hash=hash_token(token))
+                     .execution_options(synchronize_session=False)).rowcount
+    if won != 1:
+        raise ClaimRefused(f"run {run.id} was claimed by another worker")
+    db.refresh(run)
+    lifecycle.start(run, pid, host)
+    run.last_seen_at = run.started_at
+    return token
+
+
+def seen(run: Run, now: datetime | None = None, every_s: float = 5.0) -> None:
+    """Note that the run's worker is alive; written at most every ``every_s`` seconds."""
+    now = now or datetime.now(UTC)
+    last = run.last_seen_at
+    if last is not None and last.tzinfo is None:
+        last = last.replace(tzinfo=UTC)
+    if last is None or now - last >= timedelta(seconds=every_s):
+        run.last_seen_at = now
 
 
 def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) -> Run:

@@ -23,12 +23,24 @@ def client(app_db: str) -> TestClient:
     return TestClient(create_app(), base_url="http://127.0.0.1")
 
 
-def running_run(client: TestClient) -> tuple[int, dict[str, str]]:
+def queued_run(spec: dict | None = None) -> tuple[int, str]:  # type: ignore[type-arg]
+    """A stored queued run and its claim ticket (what the task message carries)."""
     with get_sessionmaker()() as db:
-        run, token = service.create_run(db, spec=RunSpec.model_validate(SPEC))
+        run, ticket = service.create_run(db, spec=RunSpec.model_validate(spec or SPEC))
         db.commit()
-    headers = {"Authorization": f"Bearer {token}"}
-    assert client.post(f"/api/runs/{run.id}/started", json={"pid": 1}, headers=headers).status_code == 200
-    return run.id, headers
+        return run.id, ticket
+
+
+def claim(client: TestClient, run_id: int, ticket: str) -> dict[str, str]:
+    """Claim as a worker does; returns the run token's Authorization header."""
+    reply = client.post(f"/api/runs/{run_id}/claim", json={"pid": 1, "host": "test"},
+                        headers={"Authorization": f"Bearer {ticket}"})
+    assert reply.status_code == 200, reply.text
+    return {"Authorization": f"Bearer {reply.json()['token']}"}
+
+
+def running_run(client: TestClient, spec: dict | None = None) -> tuple[int, dict[str, str]]:  # type: ignore[type-arg]
+    run_id, ticket = queued_run(spec)
+    return run_id, claim(client, run_id, ticket)
 
 

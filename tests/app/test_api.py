@@ -68,7 +68,8 @@ def test_failed_run_keeps_its_error(client: TestClient) -> None:
     run = client.get(f"/api/runs/{run_id}").json()
     assert run["status"] == "failed" and run["error"] == "RuntimeError: boom"
     again = client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
-    assert again.status_code == 409  # a late duplicate cannot resurrect it
+    assert again.status_code == 401  # the token died with the run: a late duplicate changes nothing
+    assert client.get(f"/api/runs/{run_id}").json()["status"] == "failed"
 
 
 def test_metrics_downsampling_keeps_extremes(client: TestClient) -> None:

@@ -8,7 +8,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import SPEC, running_run
+from tests.app.conftest import SPEC, queued_run, running_run
 
 JSON = {"content-type": "application/json"}
 
@@ -106,7 +106,9 @@ def test_ingest_rejects_unstorable_names_and_worker_fields(client: TestClient) -
     bad_name = post_raw(client, f"/api/runs/{run_id}/metrics",
                         '{"rows": [{"step": 1, "metrics": {"a\\u0000b": 1}}]}', headers)
     assert bad_name.status_code == 422
-    bad_pid = client.post(f"/api/runs/{run_id}/started", json={"pid": 2**40}, headers=headers)
+    queued_id, ticket = queued_run()
+    bad_pid = client.post(f"/api/runs/{queued_id}/claim", json={"pid": 2**40},
+                          headers={"Authorization": f"Bearer {ticket}"})
     assert bad_pid.status_code == 422
     # model output is untrusted: a NUL or lone surrogate in a completion is replaced, not a 500
     rollouts = ('{"rows": [], "rollouts": [{"step": 1, "groups": [{"index": 0, '

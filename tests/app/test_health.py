@@ -10,10 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from app.core.db import get_sessionmaker
 from app.health.watch import check_live_runs
-from app.runs import service
-from app.runs.spec import RunSpec
 from tests.app.conftest import SPEC, running_run
 
 
@@ -54,18 +51,13 @@ def test_healthy_run_stays_healthy_and_findings_can_resolve(client: TestClient) 
 
 
 def test_stop_on_critical_asks_the_worker_to_stop(client: TestClient) -> None:
-    with get_sessionmaker()() as db:
-        run, token = service.create_run(db, spec=RunSpec.model_validate(
-            {**SPEC, "stop_on_critical": True}))
-        db.commit()
-    headers = {"Authorization": f"Bearer {token}"}
-    client.post(f"/api/runs/{run.id}/started", json={}, headers=headers)
-    healthy = post(client, run.id, headers, rows(range(1, 6), reward=0.5, loss=0.01, grad_norm=1.0))
+    run_id, headers = running_run(client, {**SPEC, "stop_on_critical": True})
+    healthy = post(client, run_id, headers, rows(range(1, 6), reward=0.5, loss=0.01, grad_norm=1.0))
     assert healthy["stop"] is False
-    reply = post(client, run.id, headers, rows(range(6, 8), reward=0.5, loss="nan", grad_norm="nan"))
+    reply = post(client, run_id, headers, rows(range(6, 8), reward=0.5, loss="nan", grad_norm="nan"))
     assert reply["stop"] is True and reply["reason"].startswith("stopped by diagnostics")
-    client.post(f"/api/runs/{run.id}/finished", json={"returncode": 0}, headers=headers)
-    assert client.get(f"/api/runs/{run.id}").json()["status"] == "cancelled"
+    client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
+    assert client.get(f"/api/runs/{run_id}").json()["status"] == "cancelled"
 
 
 def test_critical_finding_without_guard_rail_does_not_stop(client: TestClient) -> None:

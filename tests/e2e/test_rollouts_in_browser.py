@@ -16,16 +16,17 @@ from tests.stack import Stack
 
 
 def reporting_run(live: Stack) -> tuple[int, dict[str, str]]:
-    """A run as a worker would see it: created in the stack's database, claimed with its token."""
+    """A run as a worker would see it: created in the stack's database, claimed with its ticket."""
     engine = make_engine(live.database_url)
     with Session(engine) as db:
-        run, token = service.create_run(db, spec=RunSpec(name="xss-run", model="builtin:tiny-random"))
+        run, ticket = service.create_run(db, spec=RunSpec(name="xss-run", model="builtin:tiny-random"))
         db.commit()
         run_id = run.id
     engine.dispose()
-    headers = {"Authorization": f"Bearer {token}"}
-    assert httpx.post(f"{live.url}/api/runs/{run_id}/started", json={}, headers=headers).status_code == 200
-    return run_id, headers
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/claim", json={},
+                       headers={"Authorization": f"Bearer {ticket}"})
+    assert reply.status_code == 200, reply.text
+    return run_id, {"Authorization": f"Bearer {reply.json()['token']}"}
 
 
 def test_completions_render_inert_and_filters_work(page: Page, live: Stack, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -94,11 +94,13 @@ def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
         runs = [service.create_run(db, spec=RunSpec(name=f"c{i}", model="builtin:tiny-random",
                                                      max_steps=1000)) for i in range(REPORTERS)]
         db.commit()
-        ids = [(run.id, token) for run, token in runs]
-    for run_id, token in ids:
-        response = httpx.post(f"{server}/api/runs/{run_id}/started", json={"pid": 1},
-                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        tickets = [(run.id, ticket) for run, ticket in runs]
+    ids = []
+    for run_id, ticket in tickets:  # claimed as a worker does: the ticket buys the run token
+        response = httpx.post(f"{server}/api/runs/{run_id}/claim", json={"pid": 1},
+                              headers={"Authorization": f"Bearer {ticket}"}, timeout=30)
         assert response.status_code == 200, response.text
+        ids.append((run_id, response.json()["token"]))
     errors: list[str] = []
     threads = [threading.Thread(target=_report, args=(server, run_id, token, errors))
                for run_id, token in ids]

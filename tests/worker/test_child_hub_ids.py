@@ -23,11 +23,11 @@ def test_a_hub_id_that_names_a_local_folder_reads_nothing_from_it(receiver, tmp_
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.training.child", "--spec", str(tmp_path / "spec.json"),
-         "--run-id", "5", "--report-url", receiver.url, "--token", "t",
+         "--run-id", "5", "--report-url", receiver.url,
          "--output-dir", str(tmp_path / "out")],
         cwd=work, capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
-             "PYTHONPATH": str(ROOT)})
+             "PYTHONPATH": str(ROOT), "GRPODECK_RUN_TOKEN": "t"})
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "could not load dataset 'private/notes' from the Hugging Face Hub" in proc.stderr
     assert "TOP SECRET" not in json.dumps(receiver.requests) + proc.stderr + proc.stdout

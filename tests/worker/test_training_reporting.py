@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
 import socket
+import threading
+import time
 
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
+from worker import spool
+from worker.run_client import RunClient
+from worker.tasks import replay
 from worker.training.reporting import MetricsReporter, encode_value, rows_from_logs
 
 
@@ -65,7 +71,8 @@ def test_stop_answer_stops_training_even_from_a_heartbeat(receiver, tmp_path) ->
 
 def test_unreachable_server_keeps_rows_and_never_raises(tmp_path) -> None:
     args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
-    rep = MetricsReporter(_dead_url(), 1, "t", batch_rows=1, flush_seconds=0, attempts=2)
+    rep = MetricsReporter(_dead_url(), 1, "t", batch_rows=1, flush_seconds=0, attempts=2,
+                          report_deadline=1)
     rep.on_log(args, _state(1), control, logs={"loss": 1.0})
     rep.on_step_end(args, _state(2), control)
     rep.on_log(args, _state(2), control, logs={"loss": 2.0})
@@ -84,3 +91,67 @@ def test_rows_buffered_during_an_outage_are_sent_later(receiver, tmp_path) -> No
     assert rep.flush(control, force=True)
     assert receiver.requests[-1]["body"]["rows"] == [{"step": 1, "metrics": {"loss": 1.0}}]
     assert rep._buffer == []
+
+
+def test_the_end_of_training_waits_for_the_server_and_delivers_everything(receiver, tmp_path) -> None:
+    """Bug 6: an outage at the end of a run used to lose the last rows after three tries."""
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    receiver.status = 503
+    path = tmp_path / "metrics.jsonl"
+    rep = MetricsReporter(receiver.url, 1, "t", batch_rows=1, flush_seconds=0, attempts=1,
+                          spool_path=path, report_deadline=60)
+    for step in (1, 2, 3):
+        rep.on_log(args, _state(step), control, logs={"loss": float(step)})
+    back = threading.Timer(4.0, lambda: setattr(receiver, "status", 200))
+    back.start()
+    started = time.monotonic()
+    rep.on_train_end(args, _state(3), control)
+    back.join()
+    assert time.monotonic() - started < 60
+    delivered = [r["step"] for r in receiver.rows if receiver.status == 200]
+    assert rep._buffer == [] and {1, 2, 3} <= set(delivered)
+    assert spool.acked(path) == 3 and spool.unacked(path) == []
+
+
+def test_a_backlog_goes_out_in_bounded_posts(receiver, tmp_path) -> None:
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    rep = MetricsReporter(receiver.url, 1, "t", batch_rows=10_000, flush_seconds=3600)
+    for step in range(1, 1201):
+        rep.on_log(args, _state(step), control, logs={"loss": 1.0})
+    assert rep.flush(force=True)
+    sizes = [len(r["body"]["rows"]) for r in receiver.requests]
+    assert sum(sizes) == 1200 and max(sizes) <= 500
+
+
+def test_a_revoked_token_stops_training_and_sends_no_more(receiver, tmp_path) -> None:
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    receiver.status = 401
+    rep = MetricsReporter(receiver.url, 1, "t", batch_rows=1, flush_seconds=0)
+    rep.on_log(args, _state(1), control, logs={"loss": 1.0})
+    assert control.should_training_stop and rep.run_over
+    sent = len(receiver.requests)
+    rep.on_train_end(args, _state(1), control)
+    assert len(receiver.requests) == sent
+
+
+def test_the_supervisor_replays_what_the_child_never_delivered(receiver, tmp_path) -> None:
+    """Rows the child spooled but the server never acknowledged reach the server afterwards,
+    once each; rows it did acknowledge are not sent again."""
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    path = tmp_path / "metrics.jsonl"
+    rep = MetricsReporter(receiver.url, 9, "t", batch_rows=1, flush_seconds=0, spool_path=path)
+    rep.on_log(args, _state(1), control, logs={"loss": 1.0})  # delivered and acknowledged
+    dead = MetricsReporter(_dead_url(), 9, "t", batch_rows=1, flush_seconds=0, attempts=1,
+                           spool_path=path, report_deadline=0.5)
+    dead._acked = spool.acked(path)
+    for step in (2, 3):
+        dead.on_log(args, _state(step), control, logs={"loss": float(step)})
+    dead.on_train_end(args, _state(3), control)
+    with path.open("a") as fh:
+        fh.write('{"step": 4, "metr')  # the child killed mid-write
+    assert [r["step"] for r in spool.unacked(path)] == [2, 3]
+    client = RunClient(receiver.url, 9, deadline=5)
+    assert replay(client, path) == 2
+    assert [r["step"] for r in receiver.rows] == [1, 2, 3]
+    assert replay(client, path) == 0 and [r["step"] for r in receiver.rows] == [1, 2, 3]
+    assert json.loads(path.read_text().splitlines()[0]) == {"step": 1, "metrics": {"loss": 1.0}}

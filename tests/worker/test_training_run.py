@@ -64,9 +64,9 @@ def test_child_exits_nonzero_with_traceback_when_a_reward_fails(receiver, tmp_pa
     spec.write_text(json.dumps({**SPEC, "max_steps": 3, "rewards": [{"name": "debug_raise"}]}))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "5",
-         "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
+         "--report-url", receiver.url, "--output-dir", str(tmp_path / "out")],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GRPODECK_RUN_TOKEN": "t"},
     )
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr
@@ -78,9 +78,11 @@ def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:
     spec.write_text(json.dumps({**SPEC, "max_steps": 1}))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.training.child", "--spec", str(spec), "--run-id", "6",
-         "--report-url", receiver.url, "--token", "t", "--output-dir", str(tmp_path / "out")],
+         "--report-url", receiver.url, "--output-dir", str(tmp_path / "out")],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GRPODECK_RUN_TOKEN": "t"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [r["step"] for r in receiver.rows if "loss" in r["metrics"]] == [1]
+    # The token came from the environment: it is not on the command line.
+    assert {r["headers"]["Authorization"] for r in receiver.requests} == {"Bearer t"}

@@ -1,8 +1,11 @@
 """The training process a Celery task launches for one run.
 
-Run as ``python -m worker.training.child --spec SPEC.json --run-id ID --report-url URL
---token TOKEN --output-dir DIR``. It lives in its own process so a crash, an OOM or a cancel can
-never take the Celery worker down, and so the task can capture its stderr. Exit code 0 means the
+Run as ``GRPODECK_RUN_TOKEN=... python -m worker.training.child --spec SPEC.json --run-id ID
+--report-url URL --output-dir DIR``. The token comes from the environment, never the command
+line (which every user of the machine can read in ``ps``). With ``GRPODECK_SUPERVISOR_PID`` set
+(the worker sets it) the child dies with that process (``lifeline``). It lives in its own
+process so a crash, an OOM or a cancel can never take the Celery worker down, and so the task
+can capture its stderr. Exit code 0 means the
 run finished (including a graceful stop requested by the server); anything else is a failure
 whose traceback is the tail of stderr.
 """
@@ -51,21 +54,28 @@ def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
                 os.environ[k] = v
 
 
+TOKEN_ENV = "GRPODECK_RUN_TOKEN"
+SUPERVISOR_ENV = "GRPODECK_SUPERVISOR_PID"
+
+
 def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, token: str,
-          output_dir: str, *, batch_rows: int = 20, flush_seconds: float = 5.0) -> None:
+          output_dir: str, *, batch_rows: int = 20, flush_seconds: float = 5.0,
+          report_deadline: float = 300.0) -> None:
     """Train one run to completion (or until the server says stop). Raises on any error.
 
-    ``batch_rows``/``flush_seconds`` tune metric reporting (see ``MetricsReporter``)."""
+    ``batch_rows``/``flush_seconds`` tune metric reporting; ``report_deadline`` bounds how long
+    the end of the run waits for an unreachable server (see ``MetricsReporter``)."""
     from app.runs.spec import RunSpec
 
     if not isinstance(spec, RunSpec):
         spec = RunSpec.model_validate(spec)
     with _offline_if_builtin(spec):
-        _train(spec, run_id, report_url, token, output_dir, batch_rows, flush_seconds)
+        _train(spec, run_id, report_url, token, output_dir, batch_rows, flush_seconds,
+               report_deadline)
 
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
-           batch_rows: int, flush_seconds: float) -> None:
+           batch_rows: int, flush_seconds: float, report_deadline: float) -> None:
     from worker.rewards.registry import REWARDS
     from worker.training.config import build_grpo_config
     from worker.training.datasets import drop_long_prompts, load_prompts
@@ -84,7 +94,8 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
         eval_ds = drop_long_prompts(eval_ds, tokenizer, spec.max_prompt_length)
     reward_funcs = [REWARDS[r.name].build(r.params) for r in spec.rewards]
     reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
-                               flush_seconds=flush_seconds, spool_path=Path(output_dir) / "metrics.jsonl")
+                               flush_seconds=flush_seconds, report_deadline=report_deadline,
+                               spool_path=Path(output_dir) / "metrics.jsonl")
     try:
         trainer = CapturingGRPOTrainer(
             model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=config,
@@ -117,17 +128,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="path to the run spec JSON")
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--report-url", required=True, help="base URL of the GRPO Deck server")
-    parser.add_argument("--token", required=True, help="bearer token for the metrics endpoint")
     parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--report-deadline", type=float, default=300.0,
+                        help="seconds the end of the run waits for an unreachable server")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    token = os.environ.get(TOKEN_ENV)
+    if not token:
+        parser.error(f"the run token must be in ${TOKEN_ENV}")
+    output_dir = str(Path(args.output_dir).resolve())  # before training moves to an empty cwd
+    if os.environ.get(SUPERVISOR_ENV):
+        from functools import partial
+
+        from worker.spool import send_unacked
+        from worker.training.lifeline import tie_to_parent
+
+        url = f"{args.report_url.rstrip('/')}/api/runs/{args.run_id}/metrics"
+        tie_to_parent(int(os.environ[SUPERVISOR_ENV]), last_words=partial(
+            send_unacked, Path(output_dir) / "metrics.jsonl", url, token))
     try:
         from app.runs.spec import RunSpec
 
         spec = RunSpec.model_validate_json(Path(args.spec).read_text())
-        output_dir = str(Path(args.output_dir).resolve())
         with _empty_working_dir():
-            train(spec, args.run_id, args.report_url, args.token, output_dir)
+            train(spec, args.run_id, args.report_url, token, output_dir,
+                  report_deadline=args.report_deadline)
     except Exception:  # noqa: BLE001 - the parent shows this traceback to the user
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()

@@ -12,6 +12,13 @@ final step: it is cheap and the dashboard can show it. Non-finite floats are sen
 dropped. Reporting never crashes training: failed POSTs are retried a few times, then the rows
 stay buffered for the next flush and a warning is logged.
 
+The end of training is different: nothing comes after it, so ``on_train_end`` keeps trying, with
+backoff, for up to ``report_deadline`` seconds until every buffered row is delivered. Every row
+is also appended to the spool (``worker.spool``) before it is sent, and acknowledged there once
+the server took it; whatever is still unacknowledged when the child exits is replayed by the
+supervisor. A 401/404/409 answer means the run is over on the server (ended, lost, token
+revoked): training stops and nothing more is sent.
+
 Captured rollouts (see ``worker.training.rollouts``) ride in the same batches: the body becomes
 ``{"rows": [...], "rollouts": [{"step": int, "groups": [...]}]}`` (the key only when there are
 some). They are flushed with the rows, never spooled, and at most ``MAX_BUFFERED_ROLLOUT_STEPS``
@@ -20,7 +27,6 @@ steps wait during an outage (oldest dropped): they are samples, not the record.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -28,8 +34,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    retry_if_result,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+from worker import spool
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +52,8 @@ MAX_BUFFERED_ROWS = 50_000  # beyond this, a long outage drops the oldest rows r
 MAX_BACKOFF_SECONDS = 60.0
 MAX_BUFFERED_ROLLOUT_STEPS = 50
 ROLLOUT_STEPS_PER_FLUSH = 5  # flush early once this many captured steps wait: bounds POST size
+MAX_ROWS_PER_POST = 500  # after an outage the backlog goes out in several bounded POSTs
+RUN_OVER = (401, 404, 409)  # the server no longer takes reports for this run
 
 
 def encode_value(value: Any) -> float | str | None:
@@ -77,15 +94,19 @@ class MetricsReporter(TrainerCallback):
 
     def __init__(self, report_url: str, run_id: int | str, token: str, batch_rows: int = 20,
                  flush_seconds: float = 5.0, timeout: float = 10.0, attempts: int = 3,
-                 spool_path: str | Path | None = None) -> None:
+                 spool_path: str | Path | None = None, report_deadline: float = 300.0) -> None:
         self.url = f"{report_url.rstrip('/')}/api/runs/{run_id}/metrics"
         self.batch_rows = batch_rows
         self.flush_seconds = flush_seconds
         self.attempts = attempts
+        self.report_deadline = report_deadline
         self.spool_path = Path(spool_path) if spool_path else None
         self.stop_requested = False
+        self.run_over = False
         self.rows_sent = 0
         self.failures = 0
+        self._acked = 0  # leading spool lines the server has taken (or refused for good)
+        self._gap = False  # rows were dropped from memory: the spool's replay must cover them
         self._buffer: list[dict[str, Any]] = []
         self._rollouts: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
@@ -113,43 +134,81 @@ class MetricsReporter(TrainerCallback):
         raise AssertionError("unreachable")
 
     def flush(self, control: TrainerControl | None = None, force: bool = False) -> bool:
-        """Send buffered rows (possibly none: a heartbeat). Returns True when the server answered."""
+        """Send buffered rows (possibly none: a heartbeat) in bounded POSTs. Returns True when
+        the server took everything that was buffered."""
         now = time.monotonic()
-        if not force and now < self._not_before:
+        if self.run_over or (not force and now < self._not_before):
             return False
         self._last_flush = now
-        rows, rollouts = self._buffer[:], self._rollouts[:]
-        try:
-            answer = self._post(rows, rollouts)
-        except httpx.HTTPStatusError as exc:
-            if _retryable(exc):
+        while True:
+            rows, rollouts = self._buffer[:MAX_ROWS_PER_POST], self._rollouts[:]
+            try:
+                answer = self._post(rows, rollouts)
+            except httpx.HTTPStatusError as exc:
+                if _retryable(exc):
+                    return self._failed(exc, now)
+                self._refused(exc, len(rows), len(rollouts))
+                if self.run_over and control is not None:
+                    control.should_training_stop = True
+                if self.run_over or not self._buffer:
+                    return False
+                continue
+            except (httpx.HTTPError, ValueError) as exc:
                 return self._failed(exc, now)
-            # 4xx: the server refuses these rows; resending them would fail forever.
-            log.warning("metrics server rejected %d rows (%s); dropping them", len(rows), exc)
-            del self._buffer[:len(rows)]
-            del self._rollouts[:len(rollouts)]
-            return False
-        except (httpx.HTTPError, ValueError) as exc:
-            return self._failed(exc, now)
-        del self._buffer[:len(rows)]
-        del self._rollouts[:len(rollouts)]
-        self.rows_sent += len(rows)
-        self.failures = 0
-        self._not_before = 0.0
-        if isinstance(answer, dict) and answer.get("stop"):
-            if not self.stop_requested:
-                log.warning("server asked this run to stop; stopping after this step")
-            self.stop_requested = True
+            self._delivered(len(rows), len(rollouts))
+            if isinstance(answer, dict) and answer.get("stop"):
+                if not self.stop_requested:
+                    log.warning("server asked this run to stop; stopping after this step")
+                self.stop_requested = True
+            if not self._buffer:
+                break
         if self.stop_requested and control is not None:
             control.should_training_stop = True
         return True
+
+    def _delivered(self, n_rows: int, n_rollouts: int) -> None:
+        del self._buffer[:n_rows]
+        del self._rollouts[:n_rollouts]
+        self.rows_sent += n_rows
+        self.failures = 0
+        self._not_before = 0.0
+        self._ack(n_rows)
+
+    def _refused(self, exc: httpx.HTTPStatusError, n_rows: int, n_rollouts: int) -> None:
+        """4xx: resending would fail forever. 401/404/409: the run is over on the server."""
+        if exc.response.status_code in RUN_OVER:
+            log.warning("the server no longer takes reports for this run (%s); stopping", exc)
+            self.run_over = self.stop_requested = True
+            n_rows, n_rollouts = len(self._buffer), len(self._rollouts)
+        else:
+            log.warning("metrics server rejected %d rows (%s); dropping them", n_rows, exc)
+        del self._buffer[:n_rows]
+        del self._rollouts[:n_rollouts]
+        self._ack(n_rows)
+
+    def _ack(self, n_rows: int) -> None:
+        if self.spool_path is None or self._gap:
+            return
+        self._acked += n_rows
+        spool.mark_acked(self.spool_path, self._acked)
+
+    def deliver_all(self) -> bool:
+        """Keep flushing, with backoff, until every row is delivered or the deadline passes."""
+        if not self._buffer and not self._rollouts:
+            return True
+        done = Retrying(stop=stop_after_delay(self.report_deadline),
+                        wait=wait_exponential(multiplier=0.5, max=10),
+                        retry=retry_if_result(lambda ok: not ok),
+                        retry_error_callback=lambda _state: False)
+        return bool(done(lambda: self.flush(force=True) or self.run_over))
 
     def _failed(self, exc: BaseException, now: float) -> bool:
         self.failures += 1
         backoff = min(MAX_BACKOFF_SECONDS, self.flush_seconds * 2 ** (self.failures - 1))
         self._not_before = now + backoff
-        if len(self._buffer) > MAX_BUFFERED_ROWS:
+        if len(self._buffer) > MAX_BUFFERED_ROWS:  # the spool keeps them; its replay resends
             del self._buffer[: len(self._buffer) - MAX_BUFFERED_ROWS]
+            self._gap = True
         log.warning("could not report metrics to %s (%s); %d rows kept, retrying in %.0f s",
                     self.url, exc, len(self._buffer), backoff)
         return False
@@ -160,10 +219,9 @@ class MetricsReporter(TrainerCallback):
         if not state.is_world_process_zero or not logs:
             return
         rows = rows_from_logs(state.global_step, logs)
-        self._buffer.extend(rows)
         if self.spool_path is not None:
-            with self.spool_path.open("a") as f:
-                f.writelines(json.dumps(r) + "\n" for r in rows)
+            spool.append(self.spool_path, rows)
+        self._buffer.extend(rows)
         due = time.monotonic() - self._last_flush >= self.flush_seconds
         many = len(self._buffer) >= self.batch_rows or len(self._rollouts) >= ROLLOUT_STEPS_PER_FLUSH
         if many or due:
@@ -184,8 +242,9 @@ class MetricsReporter(TrainerCallback):
                      **kwargs: Any) -> None:
         if not state.is_world_process_zero:
             return
-        if not self.flush(force=True) and self._buffer:
-            log.warning("training ended with %d metric rows the server never received", len(self._buffer))
+        if not self.deliver_all() and not self.run_over:
+            log.warning("training ended with %d metric rows the server never received; the "
+                        "supervisor replays them from the spool", len(self._buffer))
 
     def close(self) -> None:
         self._client.close()

@@ -1,0 +1,72 @@
+"""The local metrics spool: every row the trainer logs, in order, plus how many were delivered.
+
+``metrics.jsonl`` holds one JSON row per line, appended before the row is sent; the sidecar
+``metrics.jsonl.acked`` holds how many leading lines the server has acknowledged. Whatever lies
+past that count when the training child exits (an outage at the end of the run, a child killed
+mid-flush) is replayed by the supervisor. Ingest is idempotent by (run, step, name), so
+replaying a row that did arrive is harmless; losing one is not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def _ack_path(path: Path) -> Path:
+    return path.with_name(path.name + ".acked")
+
+
+def append(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with path.open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+        fh.flush()
+
+
+def mark_acked(path: Path, count: int) -> None:
+    """Record ``count`` leading lines as delivered (atomic: a crash leaves the old count)."""
+    tmp = _ack_path(path).with_suffix(".tmp")
+    tmp.write_text(str(count))
+    os.replace(tmp, _ack_path(path))
+
+
+def acked(path: Path) -> int:
+    try:
+        return int(_ack_path(path).read_text().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def unacked(path: Path) -> list[dict[str, Any]]:
+    """Rows after the acknowledged prefix; a torn last line (child killed mid-write) is skipped."""
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        lines = fh.readlines()[acked(path):]
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "step" in row:
+            out.append(row)
+    return out
+
+
+def send_unacked(path: Path, url: str, token: str, timeout: float = 3.0) -> int:
+    """One bounded POST of the unacknowledged rows (a dying child's last words); returns how
+    many the server took."""
+    rows = unacked(path)
+    if not rows:
+        return 0
+    response = httpx.post(url, json={"rows": rows}, timeout=timeout,
+                          headers={"Authorization": f"Bearer {token}"})
+    response.raise_for_status()
+    mark_acked(path, acked(path) + len(rows))
+    return len(rows)
