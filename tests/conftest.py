@@ -1,9 +1,20 @@
-"""Shared fixtures: real databases (SQLite and PostgreSQL), migrated with Alembic."""
+"""Shared fixtures, defined once: real databases (SQLite and PostgreSQL, migrated with Alembic),
+the tiny run spec every training test uses, and trainer-state builders.
+
+In-process app tests run on both backends by default, because storage is where SQLite and
+PostgreSQL differ. A test whose subject is not storage (pure logic, validation that stores
+nothing, template rendering of what another test already stored on both) is marked
+``@pytest.mark.one_backend`` and runs once, on SQLite.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -15,6 +26,33 @@ from app.core import db as db_module
 from app.core.config import ROOT
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+BACKENDS = ("sqlite", "postgresql")
+
+# The smallest real GRPO run: the built-in tiny random model, one group of 4, 16 tokens.
+TINY: dict[str, Any] = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
+                        "num_generations": 4, "max_completion_length": 16, "logging_steps": 1}
+LENGTH_REWARD: list[dict[str, Any]] = [{"name": "length_target", "params": {"target": 20}}]
+
+
+def tiny_spec(**overrides: Any) -> dict[str, Any]:
+    """A fresh copy of the tiny run spec (length reward), with ``overrides`` applied."""
+    return {**TINY, "rewards": [dict(r) for r in LENGTH_REWARD], **overrides}
+
+
+def trainer_state(steps: range | list[int], *, max_steps: int | None = None,
+                  **series: float | str | Callable[[int], float | str]) -> dict[str, Any]:
+    """A ``trainer_state.json`` document as TRL writes it: one ``log_history`` row per step;
+    each keyword is a metric, either a constant or a function of the step."""
+    steps = list(steps)
+    history = [{"step": s, **{k: (f(s) if callable(f) else f) for k, f in series.items()}}
+               for s in steps]
+    last = steps[-1] if steps else 0
+    return {"global_step": last, "max_steps": max_steps or last, "log_history": history}
+
+
+def write_trainer_state(path: Path, steps: range | list[int], **kwargs: Any) -> Path:
+    path.write_text(json.dumps(trainer_state(steps, **kwargs)))
+    return path
 
 
 def migrate(url: str) -> None:
@@ -23,10 +61,11 @@ def migrate(url: str) -> None:
     command.upgrade(cfg, "head")
 
 
-@pytest.fixture
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for one test (or one stack), dropped afterwards."""
-    name = f"grpodeck_test_{uuid.uuid4().hex[:10]}"
+@contextmanager
+def postgres_database(prefix: str = "grpodeck_test") -> Iterator[str]:
+    """A fresh, empty PostgreSQL database with a random name (helpers share the server);
+    yields its SQLAlchemy URL and drops it afterwards, whatever happened."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -36,15 +75,34 @@ def pg_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "one_backend: in-process test whose subject is not "
+                                       "storage; runs on SQLite only")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Both backends for tests that reach the database, one for those marked ``one_backend``."""
+    if "database_url" in metafunc.fixturenames:
+        one = metafunc.definition.get_closest_marker("one_backend") is not None
+        metafunc.parametrize("database_url", BACKENDS[:1] if one else BACKENDS, indirect=True)
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test (or one stack), dropped afterwards."""
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'grpodeck.db'}"
     return request.getfixturevalue("pg_database")
 
 
 @pytest.fixture
-def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     """Point the app's settings at a migrated database for in-process tests."""
     migrate(database_url)
     monkeypatch.setenv("GRPODECK_DATABASE_URL", database_url)

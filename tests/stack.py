@@ -31,6 +31,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal the process group a child leads (its own session); gone already is fine."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 @dataclass
 class Stack:
     database_url: str
@@ -53,24 +61,36 @@ class Stack:
                 "PYTHONUNBUFFERED": "1"}
 
     def start(self) -> Stack:
+        """Migrate, then start the web app and the worker. If anything fails on the way, what
+        was already spawned is stopped before the error propagates: no stray processes."""
         env = self.env  # one queue name for both processes
-        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=env, cwd=ROOT, check=True)
-        self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
-                            "127.0.0.1", "--port", str(self.port)], env)
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                               "--pool=prefork", "--concurrency=1", "-Q", env["GRPODECK_QUEUE"],
-                               "--loglevel=INFO"], env)
-        self._wait_ready()
+        try:
+            subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=env, cwd=ROOT,
+                           check=True, timeout=120)
+            self._spawn("web", [sys.executable, "-m", "uvicorn", "app.main:app", "--host",
+                                "127.0.0.1", "--port", str(self.port)], env)
+            self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app",
+                                   "worker", "--pool=prefork", "--concurrency=1", "-Q",
+                                   env["GRPODECK_QUEUE"], "--loglevel=INFO"], env)
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
-        log = (self.workdir / f"{name}.log").open("wb")
-        self.procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
+        with (self.workdir / f"{name}.log").open("wb") as log:  # the child keeps its own copy
+            self.procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
+                                               stderr=subprocess.STDOUT, start_new_session=True))
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            dead = [n for n, p in zip(("web", "worker"), self.procs, strict=False)
+                    if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"{dead} exited during start:\n{self.log('web')}\n"
+                                   f"{self.log('worker')}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
@@ -83,15 +103,17 @@ class Stack:
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
 
     def stop(self) -> None:
+        """Stop every spawned process group, children included (safe to call twice, or after
+        a failed start)."""
         for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+            _signal_group(proc, signal.SIGTERM)
         for proc in self.procs:
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait(timeout=20)
+            _signal_group(proc, signal.SIGKILL)  # a prefork child outliving its parent
 
     def launch(self, **spec: Any) -> int:
         response = httpx.post(f"{self.url}/api/runs", json=spec, timeout=30)
