@@ -10,6 +10,7 @@ nothing, template rendering of what another test already stored on both) is mark
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,12 +63,14 @@ def migrate(url: str) -> None:
 
 
 @contextmanager
-def postgres_database(prefix: str = "grpodeck_test") -> Iterator[str]:
-    """A fresh, empty PostgreSQL database with a random name (helpers share the server);
-    yields its SQLAlchemy URL and drops it afterwards, whatever happened."""
+def postgres_database(prefix: str = "grpodeck_test", template: str | None = None
+                      ) -> Iterator[str]:
+    """A fresh PostgreSQL database with a random name (helpers share the server), empty or a
+    copy of ``template``; yields its SQLAlchemy URL and drops it afterwards, whatever happened."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
     finally:
@@ -80,6 +83,18 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "storage; runs on SQLite only")
 
 
+# Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) the tests that share a live
+# stack run on one worker each, so a stack starts once per session; all others spread freely.
+XDIST_GROUPS = {"integration": "stack", "e2e": "browser"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(config.rootpath).parts
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in XDIST_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[parts[1]]))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Both backends for tests that reach the database, one for those marked ``one_backend``."""
     if "database_url" in metafunc.fixturenames:
@@ -89,22 +104,46 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for one test (or one stack), dropped afterwards."""
+    """A fresh, empty PostgreSQL database for one test (or one stack), dropped afterwards."""
     with postgres_database() as url:
         yield url
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session; each test gets a copy (migrating is slow)."""
+    path = tmp_path_factory.mktemp("template") / "grpodeck.db"
+    migrate(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A PostgreSQL database migrated once per session (per xdist worker); each test's database
+    is a copy (``CREATE DATABASE ... TEMPLATE``), which takes a fraction of a migration."""
+    with postgres_database("grpodeck_tpl") as url:
+        migrate(url)
+        yield url.rsplit("/", 1)[1]
+
+
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database already migrated to head, on the backend the test is parametrized with."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'grpodeck.db'}"
-    return request.getfixturevalue("pg_database")
+        path = tmp_path / "grpodeck.db"
+        template = request.getfixturevalue("sqlite_template")
+        with sqlite3.connect(template) as src, sqlite3.connect(path) as dst:
+            src.backup(dst)
+        yield f"sqlite:///{path}"
+        return
+    template = request.getfixturevalue("pg_template")
+    with postgres_database(template=template) as url:
+        yield url
 
 
 @pytest.fixture
 def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     """Point the app's settings at a migrated database for in-process tests."""
-    migrate(database_url)
     monkeypatch.setenv("GRPODECK_DATABASE_URL", database_url)
     monkeypatch.setenv("GRPODECK_BROKER_URL", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
     for cached in (config_module.get_settings, db_module.get_engine, db_module.get_sessionmaker):

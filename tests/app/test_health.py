@@ -69,6 +69,7 @@ def test_zero_spread_run_is_flagged_as_batches_arrive(client: TestClient) -> Non
     assert verdict_in_list(client, run_id) == "critical"
 
 
+@pytest.mark.one_backend
 def test_healthy_run_stays_healthy(client: TestClient) -> None:
     run_id, headers = running_run(client)
     post(client, run_id, headers, rows(range(1, 81), **HEALTHY,
@@ -141,6 +142,7 @@ def test_nan_grad_norm_alone_trips_the_guard_rail(client: TestClient) -> None:
     assert "stopped by diagnostics: grad_norm is nan" in status.get_text()
 
 
+@pytest.mark.one_backend
 def test_a_warning_does_not_trip_the_guard_rail(client: TestClient) -> None:
     run_id, headers = running_run(client, stop_on_critical=True)
     reply = post(client, run_id, headers, rows(range(1, 4), reward="nan", loss=0.01,
@@ -152,6 +154,7 @@ def test_a_warning_does_not_trip_the_guard_rail(client: TestClient) -> None:
         ("numerical_instability", "reward")]
 
 
+@pytest.mark.one_backend
 def test_critical_finding_without_guard_rail_does_not_stop(client: TestClient) -> None:
     run_id, headers = running_run(client)
     reply = post(client, run_id, headers, rows(range(1, 4), reward=0.5, loss="nan"))
@@ -203,11 +206,11 @@ def test_cli_diagnose_prints_json_without_a_server(tmp_path) -> None:  # type: i
     path.write_text("\n".join(json.dumps({"step": s, "reward": 0.5, "loss": "nan"})
                               for s in range(1, 6)))
     out = subprocess.run([sys.executable, "-m", "app.cli", "diagnose", str(path), "--json"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, timeout=120).stdout
     body = json.loads(out)
     assert body["verdict"] == "critical"
     assert body["findings"][0]["category"] == "numerical_instability"
     assert {"category", "severity", "first_step", "last_step", "summary"} <= set(body["findings"][0])
     bad = subprocess.run([sys.executable, "-m", "app.cli", "diagnose", str(tmp_path / "nope")],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False, timeout=120)
     assert bad.returncode == 2 and "error" in bad.stderr

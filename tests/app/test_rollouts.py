@@ -138,6 +138,7 @@ def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch)
     assert len(set(range(1, 61)) - set(steps)) >= 50
 
 
+@pytest.mark.one_backend
 def test_inspector_page_escapes_model_output(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
     run_id, _ = run_with_rollouts
     page = client.get(f"/runs/{run_id}/rollouts", params={"step": 1}).text

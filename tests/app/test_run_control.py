@@ -38,6 +38,7 @@ def assert_worker_is_turned_away(client: TestClient, run_id: int, headers: dict)
     assert client.get(f"/api/runs/{run_id}/metrics").json() == {}
 
 
+@pytest.mark.one_backend
 def test_queued_run_shows_as_queued_with_a_cancel_button(client: TestClient) -> None:
     run_id, _ = queued_run()
     panel = status_panel(client, run_id)
