@@ -12,7 +12,7 @@ run: setup
 # Two xdist workers (the CI machines have 2 cores; -n auto picks the same there): the live-stack
 # tests stay together per group (tests/conftest.py), so each stack starts once.
 test: setup setup-test lint
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadscope --durations=15
 
 setup: $(VENV)/.installed node_modules/.installed
 

@@ -83,16 +83,24 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "storage; runs on SQLite only")
 
 
-# Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) the tests that share a live
-# stack run on one worker each, so a stack starts once per session; all others spread freely.
-XDIST_GROUPS = {"integration": "stack", "e2e": "browser"}
+# Under pytest-xdist (``make test``: ``-n 2 --dist loadscope``) the tests that share a live stack
+# (session fixtures) run on one worker per folder, so each stack starts once; every other test is
+# its own scope and spreads freely. (``--dist loadgroup`` with ``xdist_group`` marks would say
+# the same, but xdist 3.8 cannot tag node ids under pytest 9, so it silently groups nothing.)
+STACK_FOLDERS = ("tests/integration/", "tests/e2e/")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = item.path.relative_to(config.rootpath).parts
-        if len(parts) > 2 and parts[0] == "tests" and parts[1] in XDIST_GROUPS:
-            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[parts[1]]))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class StackScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((f for f in STACK_FOLDERS if nodeid.startswith(f)), nodeid)
+
+    return StackScheduling(config, log)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

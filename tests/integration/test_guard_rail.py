@@ -19,15 +19,18 @@ def test_guard_rail_stops_a_real_workers_run_with_the_reason(stack: Stack) -> No
                           rewards=[{"name": "constant", "params": {"value": 0.0}}])
     run = stack.wait_for(run_id, TERMINAL, timeout=300)
     assert run["status"] == "cancelled", run
-    assert run["stop_reason"].startswith("stopped by diagnostics: "), run
-    assert "zero reward spread" in run["stop_reason"]
     assert run["started_at"] and run["finished_at"] and run["error"] is None
     findings = httpx.get(f"{stack.url}/api/runs/{run_id}/findings", timeout=10).json()
     critical = [f for f in findings["findings"] if f["severity"] == "critical"]
-    assert [f["category"] for f in critical] == ["zero_reward_spread"], findings
-    # stopped within a few report batches of the finding opening (after 20 flat steps)
-    assert critical[0]["first_step"] < run["step"] < 100
-    page = BeautifulSoup(httpx.get(f"{stack.url}/runs/{run_id}", timeout=10).text, "html.parser")
+    assert critical, findings
+    # the reason is the first critical finding's summary (the tiny model's completions are all
+    # cut at max_completion_length; the constant reward gives zero spread: either may come first)
+    reason = run["stop_reason"].removeprefix("stopped by diagnostics: ")
+    assert reason != run["stop_reason"], run
+    assert reason.split(" since step")[0] in {f["summary"].split(" since step")[0]
+                                               for f in critical}, (reason, critical)
+    assert run["step"] < 100  # stopped within a few report batches, far from MAX_STEPS
+    page = BeautifulSoup(httpx.get(f"{stack.url}/runs/{run_id}/_status", timeout=10).text,
+                         "html.parser")
     assert page.select_one("#run-status").get_text(strip=True) == "cancelled"
     assert run["stop_reason"] in page.select_one("#status-panel").get_text()
-
