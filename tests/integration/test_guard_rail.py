@@ -5,6 +5,7 @@ to stop through its next report; the run ends cancelled with the reason."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from bs4 import BeautifulSoup
 
 from tests.conftest import TINY
@@ -14,6 +15,7 @@ MAX_STEPS = 10_000  # far beyond what the guard rail lets it reach; the same run
 # guard rail trains to its end (test_runs_end_to_end: a constant reward is diagnosed)
 
 
+@pytest.mark.parametrize("stack", ["embedded"], indirect=True)  # the rail is backend-agnostic
 def test_guard_rail_stops_a_real_workers_run_with_the_reason(stack: Stack) -> None:
     run_id = stack.launch(name="it-guard", max_steps=MAX_STEPS, stop_on_critical=True, **TINY,
                           rewards=[{"name": "constant", "params": {"value": 0.0}}])
