@@ -9,8 +9,10 @@ PIP := $(VENV)/bin/pip
 run: setup
 	$(VENV)/bin/grpodeck up
 
+# Two xdist workers (the CI machines have 2 cores; -n auto picks the same there): the live-stack
+# tests stay together per group (tests/conftest.py), so each stack starts once.
 test: setup setup-test lint
-	$(VENV)/bin/pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadscope --durations=15
 
 setup: $(VENV)/.installed node_modules/.installed
 

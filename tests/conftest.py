@@ -1,9 +1,21 @@
-"""Shared fixtures: real databases (SQLite and PostgreSQL), migrated with Alembic."""
+"""Shared fixtures, defined once: real databases (SQLite and PostgreSQL, migrated with Alembic),
+the tiny run spec every training test uses, and trainer-state builders.
+
+In-process app tests run on both backends by default, because storage is where SQLite and
+PostgreSQL differ. A test whose subject is not storage (pure logic, validation that stores
+nothing, template rendering of what another test already stored on both) is marked
+``@pytest.mark.one_backend`` and runs once, on SQLite.
+"""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -15,6 +27,33 @@ from app.core import db as db_module
 from app.core.config import ROOT
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+BACKENDS = ("sqlite", "postgresql")
+
+# The smallest real GRPO run: the built-in tiny random model, one group of 4, 16 tokens.
+TINY: dict[str, Any] = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
+                        "num_generations": 4, "max_completion_length": 16, "logging_steps": 1}
+LENGTH_REWARD: list[dict[str, Any]] = [{"name": "length_target", "params": {"target": 20}}]
+
+
+def tiny_spec(**overrides: Any) -> dict[str, Any]:
+    """A fresh copy of the tiny run spec (length reward), with ``overrides`` applied."""
+    return {**TINY, "rewards": [dict(r) for r in LENGTH_REWARD], **overrides}
+
+
+def trainer_state(steps: range | list[int], *, max_steps: int | None = None,
+                  **series: float | str | Callable[[int], float | str]) -> dict[str, Any]:
+    """A ``trainer_state.json`` document as TRL writes it: one ``log_history`` row per step;
+    each keyword is a metric, either a constant or a function of the step."""
+    steps = list(steps)
+    history = [{"step": s, **{k: (f(s) if callable(f) else f) for k, f in series.items()}}
+               for s in steps]
+    last = steps[-1] if steps else 0
+    return {"global_step": last, "max_steps": max_steps or last, "log_history": history}
+
+
+def write_trainer_state(path: Path, steps: range | list[int], **kwargs: Any) -> Path:
+    path.write_text(json.dumps(trainer_state(steps, **kwargs)))
+    return path
 
 
 def migrate(url: str) -> None:
@@ -23,12 +62,15 @@ def migrate(url: str) -> None:
     command.upgrade(cfg, "head")
 
 
-@pytest.fixture
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for one test (or one stack), dropped afterwards."""
-    name = f"grpodeck_test_{uuid.uuid4().hex[:10]}"
+@contextmanager
+def postgres_database(prefix: str = "grpodeck_test", template: str | None = None
+                      ) -> Iterator[str]:
+    """A fresh PostgreSQL database with a random name (helpers share the server), empty or a
+    copy of ``template``; yields its SQLAlchemy URL and drops it afterwards, whatever happened."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
     finally:
@@ -36,17 +78,84 @@ def pg_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'grpodeck.db'}"
-    return request.getfixturevalue("pg_database")
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres_only: runs on PostgreSQL only (fuzzing: it "
+                                       "refuses more than SQLite: NUL, integer ranges, NaN)")
+    config.addinivalue_line("markers", "one_backend: in-process test whose subject is not "
+                                       "storage; runs on SQLite only")
+
+
+# Under pytest-xdist (``make test``: ``-n 2 --dist loadscope``) the tests that share a live stack
+# (session fixtures) run on one worker per folder, so each stack starts once; every other test is
+# its own scope and spreads freely. (``--dist loadgroup`` with ``xdist_group`` marks would say
+# the same, but xdist 3.8 cannot tag node ids under pytest 9, so it silently groups nothing.)
+STACK_FOLDERS = ("tests/integration/", "tests/e2e/")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class StackScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((f for f in STACK_FOLDERS if nodeid.startswith(f)), nodeid)
+
+    return StackScheduling(config, log)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Both backends for tests that reach the database, one for those marked ``one_backend``."""
+    if "database_url" in metafunc.fixturenames:
+        marked = metafunc.definition.get_closest_marker
+        backends = (BACKENDS[:1] if marked("one_backend") else
+                    BACKENDS[1:] if marked("postgres_only") else BACKENDS)
+        metafunc.parametrize("database_url", backends, indirect=True)
 
 
 @pytest.fixture
-def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def pg_database() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test (or one stack), dropped afterwards."""
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session; each test gets a copy (migrating is slow)."""
+    path = tmp_path_factory.mktemp("template") / "grpodeck.db"
+    migrate(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A PostgreSQL database migrated once per session (per xdist worker); each test's database
+    is a copy (``CREATE DATABASE ... TEMPLATE``), which takes a fraction of a migration."""
+    with postgres_database("grpodeck_tpl") as url:
+        migrate(url)
+        yield url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database already migrated to head, on the backend the test is parametrized with."""
+    if request.param == "sqlite":
+        path = tmp_path / "grpodeck.db"
+        template = request.getfixturevalue("sqlite_template")
+        with sqlite3.connect(template) as src, sqlite3.connect(path) as dst:
+            src.backup(dst)
+        yield f"sqlite:///{path}"
+        return
+    template = request.getfixturevalue("pg_template")
+    with postgres_database(template=template) as url:
+        yield url
+
+
+@pytest.fixture
+def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     """Point the app's settings at a migrated database for in-process tests."""
-    migrate(database_url)
     monkeypatch.setenv("GRPODECK_DATABASE_URL", database_url)
     monkeypatch.setenv("GRPODECK_BROKER_URL", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
     for cached in (config_module.get_settings, db_module.get_engine, db_module.get_sessionmaker):

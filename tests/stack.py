@@ -34,6 +34,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal the process group a child leads (its own session); gone already is fine."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 @dataclass
 class Stack:
     database_url: str
@@ -63,7 +71,7 @@ class Stack:
     def start(self) -> Stack:
         try:
             subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
-                           check=True)
+                           check=True, timeout=120)
             self.start_web()
             self.start_worker()
         except BaseException:
@@ -91,15 +99,20 @@ class Stack:
         proc.wait(timeout=timeout)
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        log = (self.workdir / f"{name}.log").open("ab")
-        proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        with (self.workdir / f"{name}.log").open("ab") as log:  # the child keeps its own copy
+            proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         self.named[name] = proc
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            dead = [n for n, p in zip(("web", "worker"), self.procs, strict=False)
+                    if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"{dead} exited during start:\n{self.log('web')}\n"
+                                   f"{self.log('worker')}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
@@ -112,15 +125,17 @@ class Stack:
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
 
     def stop(self) -> None:
+        """Stop every spawned process group, children included (safe to call twice, or after
+        a failed start)."""
         for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+            _signal_group(proc, signal.SIGTERM)
         for proc in self.procs:
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait(timeout=20)
+            _signal_group(proc, signal.SIGKILL)  # a prefork child outliving its parent
         self.procs.clear()
 
     def launch(self, **spec: Any) -> int:

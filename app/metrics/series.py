@@ -52,13 +52,21 @@ def load_series(db: Session, run_id: int, names: list[str] | None = None,
 
 
 def downsample(series: Series, max_points: int) -> Series:
-    """Keep at most ``max_points`` (first, last and extremes included); NaNs are kept as-is."""
+    """Keep at most ``max_points`` finite points (first, last and extremes included) plus every
+    NaN/inf as-is. LTTB keeps the shape and the first and last points but may skip the global
+    minimum or maximum (a random walk loses one about half the time), so those two are added
+    back, inside the budget once it is at least 5."""
     n = len(series.steps)
     if n <= max_points or max_points < 3:
         return series
     steps = np.asarray(series.steps, dtype=np.int64)
     values = np.asarray(series.values, dtype=np.float64)
     finite = np.isfinite(values)
-    keep = MinMaxLTTBDownsampler().downsample(steps[finite], values[finite], n_out=max_points)
-    index = np.union1d(np.flatnonzero(finite)[keep], np.flatnonzero(~finite))
+    at = np.flatnonzero(finite)
+    if at.size > max_points:
+        budget = max(3, max_points - 2)
+        keep = MinMaxLTTBDownsampler().downsample(steps[at], values[at], n_out=budget)
+        extremes = [int(np.argmin(values[at])), int(np.argmax(values[at]))]
+        at = np.union1d(at[keep], at[extremes])
+    index = np.union1d(at, np.flatnonzero(~finite))
     return Series(steps=steps[index].tolist(), values=values[index].tolist())

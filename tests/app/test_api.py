@@ -6,7 +6,7 @@ import math
 
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import SPEC, running_run
+from tests.app.conftest import SPEC, one, running_run
 
 
 def test_launch_validates_and_queues(client: TestClient) -> None:
@@ -100,9 +100,14 @@ def test_form_launches_and_redirects_to_the_run_page(client: TestClient) -> None
             "num_generations": "4", "max_steps": "3"}
     page = client.post("/runs/new", data=form, follow_redirects=False)
     assert page.status_code == 303
+    run_id = int(page.headers["location"].rsplit("/", 1)[1])
     run_page = client.get(page.headers["location"])
-    assert run_page.status_code == 200 and "from-form" in run_page.text
-    assert "queued" in client.get("/runs").text
+    assert run_page.status_code == 200
+    assert one(run_page.text, ".run-head h1").get_text(" ", strip=True).startswith(
+        f"from-form #{run_id}")
+    assert one(run_page.text, "#run-status").get_text(strip=True) == "queued"
+    row = one(client.get("/runs").text, f'#runs-table tr:has(a[href="/runs/{run_id}"])')
+    assert row.select_one(".status").get_text(strip=True) == "queued"
 
 
 def test_live_chart_poll_rebuilds_only_when_the_charts_shape_changes(client: TestClient) -> None:

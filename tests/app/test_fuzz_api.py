@@ -30,10 +30,7 @@ POISON = [math.nan, math.inf, -math.inf, 2**70, -(2**63), 2**31, 10**400, 1e300,
           "a\x00b", "x" * 5_000, "y" * 100_000, "", [], {}, {"k" * 300: "v"}, None, True]
 
 
-@pytest.fixture
-def database_url(pg_database: str) -> str:
-    """PostgreSQL only: it refuses more (NUL, integer ranges, NaN in json) than SQLite."""
-    return pg_database
+pytestmark = pytest.mark.postgres_only  # it refuses more (NUL, integer ranges, NaN in json)
 
 
 @pytest.fixture

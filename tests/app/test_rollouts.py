@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import running_run
+from tests.app.conftest import one, running_run
 
 XSS = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
 
@@ -80,19 +80,49 @@ def test_follow_one_prompt_across_steps(client: TestClient, run_with_rollouts) -
     assert page.status_code == 200 and page.text.count('class="group panel') == 2
 
 
+def degenerate(client: TestClient, run_id: int) -> dict[str, str]:
+    body = client.get(f"/api/runs/{run_id}/findings").json()
+    return {f["metric"]: f["severity"] for f in body["findings"]
+            if f["category"] == "degenerate_completions"}
+
+
 def test_signals_become_metrics_and_feed_diagnostics(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
-    run_id, _ = run_with_rollouts
+    run_id, headers = run_with_rollouts
     series = client.get(f"/api/runs/{run_id}/metrics").json()
-    assert series["rollouts/empty_frac"]["values"] == [0.25, 0.25]
+    assert series["rollouts/empty_frac"] == {"steps": [1, 2], "values": [0.25, 0.25]}
     assert series["rollouts/identical_group_frac"]["steps"] == [1, 2]
     assert series["rollouts/identical_group_frac"]["values"][0] == pytest.approx(0.5)
+    assert degenerate(client, run_id) == {}  # two captured steps, a quarter empty: fine
+    silent = [{"step": s, "groups": [
+        {"index": g, "prompt": f"P{g}", "completions": [completion(" ", 0.0, 0.0)] * 4}
+        for g in range(4)]} for s in range(3, 9)]  # the policy now answers nothing
+    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                        json={"rows": [], "rollouts": silent})
+    assert reply.status_code == 200, reply.text
+    assert degenerate(client, run_id) == {"rollouts/empty_frac": "critical",
+                                          "rollouts/identical_group_frac": "warning"}
+    assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "critical"
+    panel = one(client.get(f"/runs/{run_id}").text, "#findings-panel")
+    shown = panel.select('details.finding[data-category="degenerate_completions"]')
+    assert len(shown) == 2 and not any("resolved" in d["class"] for d in shown)
 
 
 def test_resending_a_step_replaces_it(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
     run_id, headers = run_with_rollouts
-    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
-                json={"rows": [], "rollouts": [step_payload(2)]})
-    assert len(get(client, run_id, step=2)["groups"]) == 4
+    fresh = {"step": 2, "groups": [{"index": 0, "prompt": "A new prompt", "completions": [
+        completion("first answer", 1.0, 1.1), completion("second answer", 0.0, -1.1),
+        completion("third answer", 0.5, 0.0)]}]}
+    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                        json={"rows": [], "rollouts": [fresh]})
+    assert reply.status_code == 200, reply.text
+    groups = get(client, run_id, step=2)["groups"]
+    assert [(g["prompt"], g["outcome"]) for g in groups] == [("A new prompt", "mixed")]
+    assert [c["text"] for c in groups[0]["completions"]] == [
+        "first answer", "second answer", "third answer"]
+    assert len(get(client, run_id, step=1)["groups"]) == 4  # the other step is untouched
+    series = client.get(f"/api/runs/{run_id}/metrics").json()  # and so are its signals
+    assert series["rollouts/empty_frac"] == {"steps": [1, 2], "values": [0.25, 0.0]}
+    assert series["rollouts/identical_group_frac"]["values"] == [0.5, 0.0]
 
 
 def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,6 +138,7 @@ def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch)
     assert len(set(range(1, 61)) - set(steps)) >= 50
 
 
+@pytest.mark.one_backend
 def test_inspector_page_escapes_model_output(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
     run_id, _ = run_with_rollouts
     page = client.get(f"/runs/{run_id}/rollouts", params={"step": 1}).text

@@ -19,8 +19,10 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             "args": CHROMIUM_ARGS}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One stack for every browser test (each makes its own runs); start() cleans up after
+    itself when it fails."""
     workdir = tmp_path_factory.mktemp("e2e")
     stack = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
                   workdir).start()

@@ -1,63 +1,46 @@
 """Live stacks on both backends: embedded (SQLite + kombu's SQLite transport) and production
-(PostgreSQL + Redis)."""
+(PostgreSQL + Redis). One stack per backend for the whole session: starting one costs a
+migration, a uvicorn and a Celery worker, and every test waits for its own runs to end.
+Stacks share Redis db 9 but each has its own queue (tests/stack.py), so nothing here flushes
+it: that would drop the tasks of a stack another test session is running."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
-import redis
 
-from tests.conftest import PG_ADMIN
+from tests.conftest import postgres_database
 from tests.stack import PrivateRedis, Stack
-
-
-def _pg_db() -> str:
-    name = f"grpodeck_it_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
 
 
 @contextmanager
 def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None,
                private_redis: bool = False) -> Iterator[Stack]:
-    """A started stack of ``kind``; everything it started is stopped and dropped afterwards.
-    ``private_redis``: a redis-server of the stack's own instead of db 9 of the shared one."""
-    pg_name, broker = None, None
-    try:
+    """A started stack of ``kind``; everything it started is stopped and dropped afterwards,
+    also when it fails half-way through starting. ``private_redis``: a redis-server of the
+    stack's own (for drills that restart it) instead of db 9 of the shared one (each stack has
+    its own queue there, so stacks never take each other's tasks)."""
+    with ExitStack() as cleanup:
         if kind == "embedded":
             live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}",
                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir,
                          extra_env=extra_env or {})
         else:
-            pg_name = _pg_db()
+            database = cleanup.enter_context(postgres_database("grpodeck_it"))
+            broker_url = "redis://127.0.0.1:6379/9"
             if private_redis:
                 broker = PrivateRedis(workdir / "redis").start()
+                cleanup.callback(broker.stop)
                 broker_url = broker.url
-            else:
-                redis.Redis(host="127.0.0.1", port=6379, db=9).flushdb()
-                broker_url = "redis://127.0.0.1:6379/9"
-            live = Stack(f"postgresql+psycopg://postgres@127.0.0.1:5432/{pg_name}", broker_url,
-                         workdir, extra_env=extra_env or {})
-        live.start()
-        try:
-            yield live
-        finally:
-            live.stop()
-    finally:
-        if broker is not None:
-            broker.stop()
-        if pg_name:
-            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
+            live = Stack(database, broker_url, workdir, extra_env=extra_env or {})
+        cleanup.callback(live.stop)  # registered before start: runs even when start() fails
+        yield live.start()
 
 
-@pytest.fixture(scope="module", params=["embedded", "postgres-redis"])
+@pytest.fixture(scope="session", params=["embedded", "postgres-redis"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[Stack]:
     with live_stack(request.param, tmp_path_factory.mktemp(request.param)) as live:

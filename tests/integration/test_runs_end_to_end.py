@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import httpx
 
+from tests.conftest import TINY
 from tests.stack import Stack
 
-TINY = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
-        "num_generations": 4, "max_completion_length": 16, "logging_steps": 1}
 # What TRL's GRPOTrainer logs every step for one reward function on a policy without eval.
 PER_STEP = {"reward", "reward_std", "frac_reward_zero_std", "rewards/length_target/mean",
             "completions/mean_length", "loss", "grad_norm", "learning_rate"}

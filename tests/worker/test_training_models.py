@@ -58,7 +58,8 @@ def test_concurrent_builds_do_not_corrupt(tmp_path: Path, monkeypatch: pytest.Mo
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a build hung"
     assert not errors
     path = models.builtin_path("builtin:tiny-random")
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import tiny_spec
 from worker.training.child import train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +22,7 @@ PER_STEP_METRICS = {
     "kl", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
     "clip_ratio/low_min", "clip_ratio/high_max",
 }
-SPEC = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
-        "rewards": [{"name": "length_target", "params": {"target": 20}}],
-        "max_completion_length": 16, "logging_steps": 1}
+SPEC = tiny_spec()
 
 
 def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:
@@ -38,7 +37,10 @@ def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:
         assert row["metrics"]["completions/max_length"] <= 16
     summary = [r for r in receiver.rows if "train_runtime" in r["metrics"]]
     assert len(summary) == 1 and summary[0]["step"] == 3
-    assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 4  # local spool of all rows
+    # the local spool holds every row, exactly as sent: the record if the server was down
+    spool = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in spool] == receiver.rows
+    assert [r["step"] for r in receiver.rows] == [1, 2, 3, 3]
 
 
 def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:
