@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test setup setup-test lint bench
+.PHONY: run test setup setup-test lint bench mutation
 
 run: setup
 	$(VENV)/bin/grpodeck up
@@ -37,3 +37,9 @@ lint:
 bench: setup
 	$(PY) bench/step_time.py
 	$(PY) bench/diagnostics_speed.py
+
+# Mutation testing of the core (mutmut), per module group with only the tests that guard it;
+# prints the score per module. Slow (tens of minutes for everything); not part of CI.
+# `make mutation GROUPS="ingest lifecycle"` runs some groups only.
+mutation: setup
+	$(PY) tools/mutation.py $(GROUPS)

@@ -6,6 +6,7 @@ they were asked to stop (in every ingest reply), and report how the training pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
@@ -57,20 +58,30 @@ def _control(run: Run) -> ControlOut:
     return ControlOut(stop=stop, reason=run.stop_reason, status=run.status)
 
 
-@router.post("/{run_id}/started", response_model=ControlOut)
-def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
+def _transition(change: Callable[[], None]) -> None:
+    """Apply a lifecycle change; one the table forbids is a 409 that says why."""
     try:
-        lifecycle.start(run, body.pid, body.host)
+        change()
     except lifecycle.TransitionError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
+def _require_running(run: Run) -> None:
+    """Metrics belong to a running run; a queued or finished one answers 409."""
+    if run.status != lifecycle.Status.RUNNING:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
+
+
+@router.post("/{run_id}/started", response_model=ControlOut)
+def started(body: StartedIn, run: RunAuth, db: SessionDep) -> ControlOut:
+    _transition(lambda: lifecycle.start(run, body.pid, body.host))
     db.commit()
     return _control(run)
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
 def post_metrics(batch: MetricBatch, run: RunAuth, db: SessionDep) -> IngestReply:
-    if run.status != lifecycle.Status.RUNNING:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
+    _require_running(run)
     accepted = pipeline.receive(db, run, pipeline.normalized(batch.rows), batch.rollouts)
     db.commit()
     control = _control(run)
@@ -84,9 +95,6 @@ def control(run: RunAuth) -> ControlOut:
 
 @router.post("/{run_id}/finished", response_model=ControlOut)
 def finished(body: FinishedIn, run: RunAuth, db: SessionDep) -> ControlOut:
-    try:
-        lifecycle.finish(run, body.returncode, body.error, body.traceback_tail)
-    except lifecycle.TransitionError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    _transition(lambda: lifecycle.finish(run, body.returncode, body.error, body.traceback_tail))
     db.commit()
     return _control(run)

@@ -19,6 +19,64 @@ from worker.rewards.registry import REWARDS, coerce_params
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+# The checks live in plain functions (the validators only call them) so they can be tested,
+# and mutated by `make mutation`, without pydantic's decorators in the way.
+
+def reward_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    reward = REWARDS.get(name)
+    if reward is None:
+        raise ValueError(f"unknown reward function {name!r}; known: {', '.join(REWARDS)}")
+    return coerce_params(reward, params)
+
+
+def run_name(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("the run needs a name")
+    return v
+
+
+def model_reference(v: str) -> str:
+    v = v.strip()
+    if v.startswith("builtin:"):
+        if v not in BUILTIN_MODELS:
+            raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
+        return v
+    if Path(v).is_dir():
+        if not (Path(v) / "config.json").exists():
+            raise ValueError("local model directory has no config.json")
+        return v
+    if HUB_ID.match(v):
+        return v
+    raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
+                     "or a local directory with config.json")
+
+
+def dataset_reference(v: str) -> str:
+    v = v.strip()
+    if v.startswith("builtin:"):
+        if v not in BUILTIN_DATASETS:
+            raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
+        return v
+    if v.endswith((".jsonl", ".json")):
+        if not Path(v).is_file():
+            raise ValueError("dataset file not found")
+        return v
+    if HUB_ID.match(v):
+        return v
+    raise ValueError("unknown dataset: use a built-in, a hub id, or a .jsonl file")
+
+
+def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
+                eval_split: str | None) -> None:
+    batch = batch_size or num_generations
+    if batch % num_generations:
+        raise ValueError("per_device_train_batch_size must be a multiple of num_generations "
+                         "(each step scores whole groups)")
+    if eval_steps and not eval_split:
+        raise ValueError("eval_steps needs an eval_split")
+
+
 class RewardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -28,10 +86,7 @@ class RewardSpec(BaseModel):
 
     @model_validator(mode="after")
     def _known_reward(self) -> RewardSpec:
-        reward = REWARDS.get(self.name)
-        if reward is None:
-            raise ValueError(f"unknown reward function {self.name!r}; known: {', '.join(REWARDS)}")
-        self.params = coerce_params(reward, self.params)
+        self.params = reward_params(self.name, self.params)
         return self
 
 
@@ -74,52 +129,22 @@ class RunSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _strip_name(cls, v: str) -> str:
-        v = v.strip()
-        if not v:
-            raise ValueError("the run needs a name")
-        return v
+        return run_name(v)
 
     @field_validator("model")
     @classmethod
     def _known_model(cls, v: str) -> str:
-        v = v.strip()
-        if v.startswith("builtin:"):
-            if v not in BUILTIN_MODELS:
-                raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
-            return v
-        if Path(v).is_dir():
-            if not (Path(v) / "config.json").exists():
-                raise ValueError("local model directory has no config.json")
-            return v
-        if HUB_ID.match(v):
-            return v
-        raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
-                         "or a local directory with config.json")
+        return model_reference(v)
 
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, v: str) -> str:
-        v = v.strip()
-        if v.startswith("builtin:"):
-            if v not in BUILTIN_DATASETS:
-                raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
-            return v
-        if v.endswith((".jsonl", ".json")):
-            if not Path(v).is_file():
-                raise ValueError("dataset file not found")
-            return v
-        if HUB_ID.match(v):
-            return v
-        raise ValueError("unknown dataset: use a built-in, a hub id, or a .jsonl file")
+        return dataset_reference(v)
 
     @model_validator(mode="after")
     def _batch_holds_whole_groups(self) -> RunSpec:
-        batch = self.per_device_train_batch_size or self.num_generations
-        if batch % self.num_generations:
-            raise ValueError("per_device_train_batch_size must be a multiple of num_generations "
-                             "(each step scores whole groups)")
-        if self.eval_steps and not self.eval_split:
-            raise ValueError("eval_steps needs an eval_split")
+        check_batch(self.per_device_train_batch_size, self.num_generations, self.eval_steps,
+                    self.eval_split)
         return self
 
     @property
