@@ -84,6 +84,23 @@ def test_upsert_overwrites_instead_of_duplicating(db: Session) -> None:
     assert stored(db)[(1, "loss")] == (None, "inf")
 
 
+def test_upsert_on_pg_overwrites(pg_database: str) -> None:
+    """PostgreSQL takes its own dialect's upsert (named without "postgresql" so that
+    `make mutation`, which runs SQLite only, still runs it)."""
+    engine = create_engine(pg_database)
+    Base.metadata.create_all(engine)
+    try:
+        with Session(engine) as session:
+            session.add(make_run())
+            session.commit()
+            upsert_points(session, to_points(1, [(1, {"reward": 0.1})]))
+            upsert_points(session, to_points(1, [(1, {"reward": 0.6, "kl": math.nan})]))
+            session.commit()
+            assert stored(session) == {(1, "reward"): (0.6, None), (1, "kl"): (None, "nan")}
+    finally:
+        engine.dispose()
+
+
 def test_ingest_counts_points_and_moves_the_step(db: Session) -> None:
     run = db.get(Run, 1)
     assert ingest(db, run, [(1, {"reward": 0.1, "loss": 0.0}), (2, {"reward": 0.2})]) == 3
