@@ -41,6 +41,11 @@ def test_non_finite_totals_are_not_a_learning_signal(totals, outcome: str) -> No
     ((-1000.0, -1000.0 - 1e-4), "all_fail"),
     ((-1000.0, -1000.01), "mixed"),
     ((0.5,), "all_pass"),
+    ((0.0, 1e-6), "all_pass"),  # exactly the tolerance is still no spread
+    ((0.0, 1.5e-6), "mixed"),  # the unit scale: 1e-6, not more
+    # the scale is the larger magnitude of the two ends, whichever end it is
+    ((1e6, 1e6 + 1.0000005), "all_pass"),
+    ((-1e6 - 1.0000005, -1e6), "all_fail"),
 ])
 def test_zero_spread_is_relative_to_the_scale(totals, outcome: str) -> None:
     assert group_outcome(group(*totals)) == outcome
@@ -86,6 +91,8 @@ def test_missing_text_counts_as_empty() -> None:
     ("abcdefg", 0.0),  # seven characters: too short for character n-grams
     ("abababab", 1 - 2 / 5),  # eight: character 4-grams
     ("ab ab ab ab", 1 - 1 / 2),  # four words: the 3-gram (ab ab ab) twice
+    ("abab abab", 1 - 2 / 5),  # two words: their characters joined without the space
+    ("abababab abababab abababab", 0.0),  # three words: one word 3-gram, no repeat
     ("", 0.0),
 ])
 def test_repetition_windows(text: str, value: float) -> None:
