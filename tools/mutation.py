@@ -151,7 +151,7 @@ def results(name: str) -> dict[str, dict[str, str]]:
 
 def table(names: list[str], survivors: bool) -> None:
     print(f"\n{'module':44} {'mutants':>7} {'killed':>7} {'survived':>8} {'no tests':>8} "
-          f"{'timeout':>7} {'score':>6}")
+          f"{'timeout':>7} {'pending':>7} {'score':>6}")
     for name in names:
         by_file = results(name)
         if not by_file:
@@ -162,11 +162,12 @@ def table(names: list[str], survivors: bool) -> None:
                                          if len(by_file) > 1 else [])
         for source, statuses in rows:
             counts = {s: list(statuses.values()).count(s)
-                      for s in ("killed", "survived", "no tests", "timeout")}
+                      for s in ("killed", "survived", "no tests", "timeout", "not checked")}
             total = len(statuses) - list(statuses.values()).count("skipped")
             score = (counts["killed"] + counts["timeout"]) / total if total else 0.0
             print(f"{source:44} {total:7} {counts['killed']:7} {counts['survived']:8} "
-                  f"{counts['no tests']:8} {counts['timeout']:7} {score:6.1%}")
+                  f"{counts['no tests']:8} {counts['timeout']:7} {counts['not checked']:7} "
+                  f"{score:6.1%}")
         if survivors:
             for source, statuses in by_file.items():
                 for key, status in sorted(statuses.items()):
