@@ -48,7 +48,7 @@ def test_the_widest_parsable_metrics_literal_on_a_line() -> None:
     # two dicts on one line: the literal must reach the last brace, so the second one counts
     assert _literal_at("{'loss': 1.0} and {'kl': 2.0}") == {"kl": 2.0}
     assert _literal_at("{}") is None
-    assert _literal_at("{'a': {'loss': 1.0}}") == {"loss": 1.0}  # the inner one is metrics
+    assert _literal_at("{'a': {'loss': 1.0}}") is None  # a nested dict is not a printed row
 
 
 def test_bar_steps() -> None:
@@ -109,7 +109,7 @@ def test_epoch_rule_rounds_and_starts_at_step_one() -> None:
 
 
 def test_interval_falls_back_to_logging_steps_when_the_total_does_not_divide() -> None:
-    text = "\n".join([row(), row(), row(), SUMMARY_20])  # 20 steps / 3 rows: uneven
+    text = f"{row()}\n{row()}\n{row()}\n{SUMMARY_20}"  # 20 steps / 3 rows: uneven
     log = parse(text, "f.log", logging_steps=4)
     assert [s for s, _ in log.rows] == [4, 8, 12]
     assert log.meta == {"step_inference": "interval", "max_steps": 20, "logging_steps": 4}
