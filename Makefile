@@ -39,7 +39,8 @@ bench: setup
 	$(PY) bench/diagnostics_speed.py
 
 # Mutation testing of the core (mutmut), per module group with only the tests that guard it;
-# prints the score per module. Slow (tens of minutes for everything); not part of CI.
+# prints the score per module. Tens of minutes on two cores (diagnostics is sampled, one mutant
+# in ten; `tools/mutation.py --full diagnostics` for all); not part of CI.
 # `make mutation GROUPS="ingest lifecycle"` runs some groups only.
 mutation: setup
 	$(PY) tools/mutation.py $(GROUPS)

@@ -11,13 +11,12 @@ Usage:
   python tools/mutation.py ingest lifecycle   # some groups
   python tools/mutation.py --report           # the table from the last runs, no new run
   python tools/mutation.py --survivors ingest # also list surviving mutants by name
-
-  python tools/mutation.py --sample diagnostics  # every mutant numbered ...0 (about 1 in 10)
+  python tools/mutation.py --full diagnostics # all ~2800 mutants, not the sample
 
 Score = killed / mutants checked (timeouts count as killed; "no tests" counts as survived).
---sample bounds the time of the big groups (diagnostics: ~2800 mutants, over an hour on two
-shared cores): it runs and scores only the mutants whose number ends in 0, in every function
-with ten or more, an estimate with a few points of sampling error.
+Sampled groups (diagnostics: ~2800 mutants, over an hour on two shared cores) run and score
+only the mutants whose number ends in 0 (every function with ten or more: about one in ten),
+an estimate with a few points of sampling error; --full runs them whole.
 Environment: MUTATION_TESTS=DIR takes the tests from DIR instead of ./tests (used to measure
 the score of an older test suite against today's code), MUTATION_WORK=DIR keeps the work
 folders there instead of var/mutation, MUTATION_JOBS (default 2) is the number of children.
@@ -50,6 +49,7 @@ class Group:
     # SQLite only: a PostgreSQL database per test costs seconds per mutant; the one branch that
     # needs PostgreSQL (ingest's dialect switch) has its own test named ..._on_pg.
     pytest_args: tuple[str, ...] = ("-k", "not postgresql")
+    sampled: bool = False  # too big to run whole in bounded time: run a sample unless --full
 
 
 GROUPS: dict[str, Group] = {
@@ -63,7 +63,8 @@ GROUPS: dict[str, Group] = {
     "diagnostics": Group(("app/diagnostics/*",), ("tests/diagnostics",), pytest_args=(
         "-k", "not postgresql", *(f"--deselect=tests/diagnostics/test_incremental.py::"
                                   f"test_batches_match_one_shot[1-{s}]"
-                                  for s in ("healthy", "stalled", "hack", "blowup", "spikes")))),
+                                  for s in ("healthy", "stalled", "hack", "blowup", "spikes"))),
+        sampled=True),
     "importers": Group(("app/importers/*",), ("tests/importers", "tests/app/test_imports.py")),
     "rewards": Group(("worker/rewards/registry.py",), ("tests/rewards", "tests/app/test_spec.py")),
     "signals": Group(("app/rollouts/signals.py",),
@@ -161,10 +162,11 @@ def results(name: str, pattern: str = "*") -> dict[str, dict[str, str]]:
     return out
 
 
-def table(names: list[str], survivors: bool, pattern: str = "*") -> None:
+def table(names: list[str], survivors: bool, full: bool = False) -> None:
     print(f"\n{'module':44} {'checked':>7} {'killed':>7} {'survived':>8} {'no tests':>8} "
           f"{'timeout':>7} {'pending':>7} {'score':>6}")
     for name in names:
+        pattern = SAMPLE if GROUPS[name].sampled and not full else "*"
         by_file = {k: v for k, v in results(name, pattern).items() if v}
         if not by_file:
             print(f"{name:44} (not run)")
@@ -193,8 +195,8 @@ def main() -> None:
     parser.add_argument("groups", nargs="*", help=f"some of: {', '.join(GROUPS)} (default all)")
     parser.add_argument("--report", action="store_true", help="print the table only")
     parser.add_argument("--survivors", action="store_true", help="list surviving mutants")
-    parser.add_argument("--sample", action="store_true",
-                        help="only the mutants numbered ...0 (about one in ten)")
+    parser.add_argument("--full", action="store_true",
+                        help="run sampled groups (diagnostics) whole, not one mutant in ten")
     args = parser.parse_args()
     names = args.groups or list(GROUPS)
     unknown = set(names) - set(GROUPS)
@@ -203,8 +205,8 @@ def main() -> None:
     if not args.report:
         jobs = int(os.environ.get("MUTATION_JOBS", "2"))
         for name in names:
-            run(name, jobs, args.sample)
-    table(names, args.survivors, SAMPLE if args.sample else "*")
+            run(name, jobs, GROUPS[name].sampled and not args.full)
+    table(names, args.survivors, full=args.full)
 
 
 if __name__ == "__main__":
