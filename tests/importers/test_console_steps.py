@@ -136,3 +136,16 @@ def test_looks_like() -> None:
 def test_dicts_split_on_carriage_returns_too() -> None:
     text = "1/2 [" + "\r" + row(step=1) + "\r2/2 [\r" + row(step=2)
     assert [s for s, _ in parse(text, "f.log").rows] == [1, 2]
+
+
+def test_the_summary_epoch_is_the_end_of_training() -> None:
+    """Rows stop before the end (the last log at 3/4 of training): the summary's epoch, not
+    the last row's, is the end."""
+    text = "\n".join([row(epoch=0.25), row(epoch=0.5), row(epoch=0.75), SUMMARY_20])
+    log = parse(text, "f.log")
+    assert [s for s, _ in log.rows] == [5, 10, 15] and log.meta["step_inference"] == "epoch"
+
+
+def test_the_first_bar_counts() -> None:
+    text = "1/9 [\nD1\n2/9 [\nD2"
+    assert _bar_steps(text, [text.index("D1"), text.index("D2")]) == [1, 2]
