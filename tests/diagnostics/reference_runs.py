@@ -52,6 +52,24 @@ def too_hard() -> Run:
     return rows_from(steps, **c), None
 
 
+def zero_spread_mixed() -> Run:
+    """Zero spread with the reward mid-range: some groups all pass, some all fail."""
+    steps, c = healthy_cols(200, 2)
+    r = rng(21)
+    c["frac_reward_zero_std"] = np.clip(0.85 + r.normal(0, 0.02, len(steps)), 0, 1)
+    c["reward"] = np.clip(0.5 + r.normal(0, 0.05, len(steps)), 0, 1)
+    return rows_from(steps, **c), None
+
+
+def zero_spread_negative() -> Run:
+    """Negative rewards are placed in their own observed range: near the bottom = all fail."""
+    steps, c = healthy_cols(200, 1)
+    r = rng(22)
+    c["frac_reward_zero_std"] = np.clip(0.9 + r.normal(0, 0.02, len(steps)), 0, 1)
+    c["reward"] = np.where(steps < 30, -0.2, -1.8) + r.normal(0, 0.05, len(steps))
+    return rows_from(steps, **c), None
+
+
 def stalled() -> Run:
     steps, c = healthy_cols(300, 1)
     c["reward"] = 0.5 + rng(3).normal(0, 0.2, len(steps))
@@ -204,7 +222,7 @@ def degenerate() -> Run:
 
 
 RUNS: dict[str, Callable[[], Run]] = {f.__name__: f for f in (
-    healthy, too_easy, too_hard, stalled, stalled_sparse, entropy_collapse, entropy_blowup,
+    healthy, too_easy, too_hard, zero_spread_mixed, zero_spread_negative, stalled, stalled_sparse, entropy_collapse, entropy_blowup,
     kl_blowup, kl_spikes, kl_single_spike, kl_offset, kl_sudden_growth, truncation,
     length_to_cap, length_collapse, hacking, divergence, reward_collapse, nonfinite,
     grad_spikes, dead_component, degenerate)}

@@ -16,6 +16,8 @@ EXPECTED = {  # the readable part of the golden file: what each run is about
     "healthy": ("healthy", set()),
     "too_easy": ("warning", {"zero_reward_spread"}),
     "too_hard": ("critical", {"zero_reward_spread", "stalled"}),
+    "zero_spread_mixed": ("warning", {"zero_reward_spread", "stalled"}),
+    "zero_spread_negative": ("critical", {"zero_reward_spread", "reward_collapse", "stalled"}),
     "stalled": ("warning", {"stalled"}),
     "stalled_sparse": ("warning", {"stalled"}),
     "entropy_collapse": ("critical", {"entropy_collapse"}),
