@@ -135,8 +135,12 @@ def run(name: str, jobs: int, sample: bool = False) -> int:
     retest = [k for d in results(name).values() for k, v in d.items()
               if v in ("survived", "no tests")]
     cmd = ["nice", "-n", "10", sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
-    if sample:  # named mutants are always (re)run, so no separate retest
-        cmd, retest = [*cmd, SAMPLE], []
+    if sample:  # named mutants are always (re)run: name only what is not yet killed
+        cached = {k: v for d in results(name, SAMPLE).values() for k, v in d.items()}
+        todo = [k for k, v in cached.items() if v not in ("killed", "timeout")]
+        if cached and not todo:
+            return 0
+        cmd, retest = [*cmd, *(todo or [SAMPLE])], []
     print(f"== {name}: mutating {', '.join(GROUPS[name].mutate)} "
           f"with {' '.join(_expand(GROUPS[name].tests))}", flush=True)
     log = work / "mutmut.log"

@@ -173,6 +173,9 @@ def test_json_round_trip_keeps_everything() -> None:
         assert getattr(back, k).tolist() == getattr(h, k).tolist(), k
     assert back.keys.dtype == np.int64 and back.cnt.dtype == float
     assert not hasattr(back, "unknown_field")
+    ints = MetricHistory.from_json({"keys": [1, 2], "cnt": [1, 1], "vsum": [2, 3], "ssum": [1, 2],
+                                    "vmin": [2, 3], "vmax": [2, 3]})
+    assert all(getattr(ints, k).dtype == float for k in ("cnt", "vsum", "ssum", "vmin", "vmax"))
 
 
 def test_empty_history_reads_as_empty() -> None:

@@ -106,3 +106,15 @@ def test_the_finding_says_how_long_and_since_which_step() -> None:
 def test_no_verdict_without_a_live_run_and_both_times(ctx: dict) -> None:
     d = diagnose(rows(), RunContext(seconds_per_step=1.0, **ctx))
     assert "lost" not in d.categories
+
+
+def test_a_run_logging_neither_reward_nor_loss_counts_one_step_per_report() -> None:
+    data = [(s, {"kl": 0.01}) for s in range(10, 101, 10)]
+    assert severity(data, 119.0, seconds_per_step=6.0) is None
+    assert severity(data, 120.0, seconds_per_step=6.0) == "warning"
+
+
+def test_a_reward_that_was_never_finite_does_not_set_the_logging_interval() -> None:
+    data = [(s, {"reward": math.nan}) for s in range(10, 101, 10)]
+    (f,) = lost(data, 200.0, seconds_per_step=6.0)
+    assert f.evidence["expected_report_interval_s"] == pytest.approx(6.0)
