@@ -149,3 +149,25 @@ def test_the_summary_epoch_is_the_end_of_training() -> None:
 def test_the_first_bar_counts() -> None:
     text = "1/9 [\nD1\n2/9 [\nD2"
     assert _bar_steps(text, [text.index("D1"), text.index("D2")]) == [1, 2]
+
+
+def test_literal_search_edges() -> None:
+    assert _literal_at("{'loss': 1.0}|") == {"loss": 1.0}  # text right after the last brace
+    assert _literal_at("{{'loss': 1.0}") == {"loss": 1.0}  # the very next brace is tried
+    nested = "{bad {'loss': 1.0, 'x': {'a': 1}}"
+    assert _literal_at(nested) == {"loss": 1.0, "x": {"a": 1}}  # the next brace, not the last
+
+
+def test_epochs_ending_at_zero_never_divide_by_zero() -> None:
+    summary = "{'train_runtime': 80.0, 'train_steps_per_second': 0.25}"
+    log = parse("\n".join([row(epoch=-0.5), row(epoch=0.0), summary]), "f.log")
+    assert log.meta["step_inference"] == "interval" and [s for s, _ in log.rows] == [10, 20]
+
+
+def test_interval_steps_are_whole_numbers() -> None:
+    log = parse("\n".join([row()] * 4 + [SUMMARY_20]), "f.log")
+    assert log.meta["logging_steps"] == 5 and type(log.meta["logging_steps"]) is int
+
+
+def test_a_one_step_training_has_a_total() -> None:
+    assert _total_steps({"train_runtime": 4.0, "train_steps_per_second": 0.25}) == 1
