@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.diagnostics.detectors.hacking import _move
+from app.diagnostics.detectors.hacking import _move, _scale
+from app.diagnostics.history import MetricHistory
+from app.diagnostics.model import RunContext
 from app.diagnostics.stats import noise_sigma
-from app.diagnostics.view import Series
+from app.diagnostics.view import Series, View
 
 
 def test_thirds_with_only_two_points_keep_two() -> None:
@@ -27,3 +29,15 @@ def test_effect_is_in_noise_sigmas() -> None:
     assert change == pytest.approx(5.5 - 0.5) and rho > 0.75
     assert effect == pytest.approx(change / noise_sigma(values))
     assert _move(Series(steps, np.full(12, 2.0))) == (0.0, 0.0, 0.0)
+
+
+def test_the_yardstick_is_the_total_reward_from_eight_points() -> None:
+    reward = MetricHistory()
+    reward.add("reward", np.arange(1, 9), np.arange(8, dtype=float))  # exactly 8 points
+    comps = {"rewards/a/mean": Series(np.arange(1.0, 9.0), np.linspace(0, 1, 8))}
+    view = View({"reward": reward}, RunContext())
+    assert _scale(view, comps) == pytest.approx(6.65 - 0.35)
+    short = MetricHistory()
+    short.add("reward", np.arange(1, 8), np.arange(7, dtype=float))  # 7: use the components
+    assert _scale(View({"reward": short}, RunContext()), comps) == pytest.approx(0.9)
+    assert _scale(View({}, RunContext()), comps) == pytest.approx(0.9)
