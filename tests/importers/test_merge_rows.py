@@ -53,6 +53,7 @@ def test_summary_rows_are_recognised_by_train_runtime() -> None:
     ({"step": False}, None), ({"step": "x"}, None), ({"step": "1.5"}, None), ({}, None),
     ({"step": None, "global_step": 6}, 6), ({"step": 2, "global_step": 9}, 2),
     ({"step": float("nan")}, None), ({"step": float("inf")}, None),
+    ({"step": "X5", "global_step": 3}, 3),  # text that is not a number: try the next key
 ])
 def test_step_of(row: dict, step: int | None) -> None:
     assert step_of(row) == step
