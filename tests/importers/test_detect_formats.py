@@ -132,3 +132,18 @@ def test_jsonl_tolerates_only_a_torn_last_line(tmp_path: Path) -> None:
     assert only.value.reason.startswith("line 1 is not JSON") and only.value.path == "g.jsonl"
     with pytest.raises(LogFormatError, match="line 3 has no 'step'"):
         jsonl.parse('{"step": 1}\n\n{"kl": 1}\n', "f.jsonl")
+
+
+def test_other_os_errors_are_named(tmp_path: Path) -> None:
+    parent = write(tmp_path, "{'loss': 1.0}\n", "file.log")
+    inside = parent / "child.log"  # a path through a file: "Not a directory"
+    assert reason(inside) == "cannot read file: Not a directory"
+
+
+def test_only_the_first_4096_bytes_are_sniffed_for_nul(tmp_path: Path) -> None:
+    edge = tmp_path / "edge.log"
+    head = b"{'loss': 1.0}\n"
+    edge.write_bytes(head + b" " * (4096 - len(head)) + b"\x00")
+    assert load_log(edge).rows == [(1, {"loss": 1.0})]
+    edge.write_bytes(head + b" " * (4095 - len(head)) + b"\x00")
+    assert reason(edge) == "binary file, not a text log"
