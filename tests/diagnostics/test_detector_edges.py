@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.diagnostics import diagnose
+from app.diagnostics import RunContext, diagnose
 
 
 def run(n: int = 40, **cols) -> list[tuple[int, dict]]:
@@ -53,3 +53,34 @@ def test_a_small_entropy_doubling_is_not_a_blowup() -> None:
     assert found(run(40, entropy=entropy), "entropy_blowup") == []
     bigger = np.array([0.3] * 10 + [1.4] * 30)  # +1.1 nat
     assert found(run(40, entropy=bigger), "entropy_blowup")
+
+
+def test_mean_length_at_the_cap_without_a_clipped_ratio() -> None:
+    rows = run(20, **{"completions/mean_length": np.full(20, 90.0)})
+    (f,) = [f for f in diagnose(rows, RunContext(max_completion_length=100)).findings
+            if f.category == "length_explosion"]
+    assert (f.severity, f.first_step, f.last_step, f.metric) == (
+        "warning", 1, 20, "completions/mean_length")
+    assert f.evidence == {"recent_mean_length": 90.0, "max_completion_length": 100,
+                          "expected_below": 90.0}
+    assert f.summary == ("Mean completion length 90 is at 90% of max_completion_length (100): "
+                         "completions run into the cap.")
+    below = run(20, **{"completions/mean_length": np.full(20, 89.0)})
+    assert not [f for f in diagnose(below, RunContext(max_completion_length=100)).findings
+                if f.category == "length_explosion"]
+
+
+def test_truncation_evidence_names_the_cap() -> None:
+    rows = run(20, **{"completions/clipped_ratio": np.full(20, 0.6)})
+    (f,) = [f for f in diagnose(rows, RunContext(max_completion_length=64)).findings
+            if f.category == "length_explosion"]
+    assert f.evidence == {"clipped_ratio_median": 0.6, "expected_below": 0.5,
+                          "max_completion_length": 64}
+    assert f.metric == "completions/clipped_ratio" and f.severity == "warning"
+
+
+def test_a_fresh_state_is_healthy_with_no_findings() -> None:
+    from app.diagnostics import DiagnosticsState
+
+    st = DiagnosticsState.new()
+    assert st.diagnosis.verdict == "healthy" and st.diagnosis.findings == []

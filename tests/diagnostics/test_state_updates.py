@@ -89,7 +89,8 @@ def test_a_failing_detector_is_logged_and_the_others_still_run(monkeypatch, capl
     with caplog.at_level(logging.ERROR, logger="app.diagnostics.state"):
         d = diagnose([(1, {"reward": 1.0})])
     assert [f.category for f in d.findings] == ["stalled"] and d.verdict == "warning"
-    assert "diagnostics detector" in caplog.text and "bug" in caplog.text
+    assert "diagnostics detector tests.diagnostics.test_state_updates failed" in caplog.text
+    assert "bug" in caplog.text
 
 
 def test_first_step_is_kept_while_a_finding_stays(monkeypatch) -> None:
