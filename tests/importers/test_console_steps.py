@@ -171,3 +171,9 @@ def test_interval_steps_are_whole_numbers() -> None:
 
 def test_a_one_step_training_has_a_total() -> None:
     assert _total_steps({"train_runtime": 4.0, "train_steps_per_second": 0.25}) == 1
+
+
+def test_a_bar_later_on_the_dicts_own_line_does_not_place_it() -> None:
+    text = "\n" * 30 + "1/9 [\n{'loss': 1.0}\nxx 2/9 [ {'loss': 2.0}\n"
+    log = parse(text, "f.log")
+    assert log.meta["step_inference"] == "interval"  # both dicts follow bar 1: not increasing
