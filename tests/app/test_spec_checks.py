@@ -40,6 +40,9 @@ def test_model_references(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert message(model_reference, str(empty)) == "local model directory has no config.json"
+    assert message(model_reference, "not a model!") == (
+        "unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
+        "or a local directory with config.json")
     for bad in ("not a model!", "org/", "/model", "-org/model", "a/b/c"):
         assert message(model_reference, bad).startswith("unknown model: use a built-in, a hub id")
 
