@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test setup setup-test lint bench
+.PHONY: run test setup setup-test lint bench mutation
 
 run: setup
 	$(VENV)/bin/grpodeck up
@@ -39,3 +39,10 @@ lint:
 bench: setup
 	$(PY) bench/step_time.py
 	$(PY) bench/diagnostics_speed.py
+
+# Mutation testing of the core (mutmut), per module group with only the tests that guard it;
+# prints the score per module. Tens of minutes on two cores (diagnostics is sampled, one mutant
+# in ten; `tools/mutation.py --full diagnostics` for all); not part of CI.
+# `make mutation GROUPS="ingest lifecycle"` runs some groups only.
+mutation: setup
+	$(PY) tools/mutation.py $(GROUPS)

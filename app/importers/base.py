@@ -92,6 +92,6 @@ def step_of(d: dict) -> int | None:
         if isinstance(v, (int, float)) or (isinstance(v, str) and v.strip().lstrip("-").isdigit()):
             try:
                 return int(float(v))
-            except (TypeError, ValueError, OverflowError):  # NaN, inf
+            except (TypeError, ValueError, OverflowError):  # inf: JSON allows "Infinity"
                 return None
     return None

@@ -10,6 +10,7 @@ broker file, a log or a process listing is worth nothing once its run is over.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
@@ -92,6 +93,20 @@ def _control(run: Run) -> ControlOut:
     return ControlOut(stop=stop, reason=run.stop_reason, status=run.status)
 
 
+def _transition(change: Callable[[], None]) -> None:
+    """Apply a lifecycle change; one the table forbids is a 409 that says why."""
+    try:
+        change()
+    except lifecycle.TransitionError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
+def _require_running(run: Run) -> None:
+    """Metrics belong to a running run; a queued or finished one answers 409."""
+    if run.status != lifecycle.Status.RUNNING:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
+
+
 @router.post("/{run_id}/claim", response_model=ClaimOut)
 def claim_run(run_id: int, body: StartedIn, db: SessionDep,
               authorization: Annotated[str | None, Header()] = None) -> ClaimOut:
@@ -108,8 +123,7 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
 def post_metrics(batch: MetricBatch, run: RunForUpdate, db: SessionDep) -> IngestReply:
-    if run.status != lifecycle.Status.RUNNING:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
+    _require_running(run)
     accepted = pipeline.receive(db, run, pipeline.normalized(batch.rows), batch.rollouts)
     db.commit()
     control = _control(run)
@@ -126,9 +140,6 @@ def control(run: RunAuth, db: SessionDep) -> ControlOut:
 
 @router.post("/{run_id}/finished", response_model=ControlOut)
 def finished(body: FinishedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
-    try:
-        lifecycle.finish(run, body.returncode, body.error, body.traceback_tail)
-    except lifecycle.TransitionError as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    _transition(lambda: lifecycle.finish(run, body.returncode, body.error, body.traceback_tail))
     db.commit()
     return _control(run)

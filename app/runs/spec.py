@@ -35,6 +35,67 @@ MAX_SEED = 2**32 - 1  # numpy's seed range (transformers.set_seed seeds numpy to
 MAX_PATH = 1_024  # a hub id is at most 96 characters; a local path well under PATH_MAX
 
 
+# The checks live in plain functions (the validators only call them) so they can be tested,
+# and mutated by `make mutation`, without pydantic's decorators in the way.
+
+def reward_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    reward = REWARDS.get(name)
+    if reward is None:
+        raise ValueError(f"unknown reward function {name!r}; known: {', '.join(REWARDS)}")
+    params = coerce_params(reward, params)
+    for value in params.values():
+        if isinstance(value, str):
+            storable(value)
+    return params
+
+
+def run_name(v: str) -> str:
+    v = v.strip()
+    if not v:
+        raise ValueError("the run needs a name")
+    return v
+
+
+def model_reference(v: str) -> str:
+    v = v.strip()
+    if v.startswith("builtin:"):
+        if v not in BUILTIN_MODELS:
+            raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
+        return v
+    if is_local_model(v):
+        confine(v, get_settings().models_dir, "model")  # bug 4: only inside the models directory
+        return v
+    if is_hub_id(v):
+        return v
+    raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
+                     "or a directory (with config.json) in the models directory")
+
+
+def dataset_reference(v: str) -> str:
+    v = v.strip()
+    if v.startswith("builtin:"):
+        if v not in BUILTIN_DATASETS:
+            raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
+        return v
+    if is_local_dataset(v):
+        # Resolved (`..`, symlinks) without reading anything, and worded the same whether the
+        # path exists or not: whether it exists is for the worker, the host that reads it.
+        confine(v, get_settings().datasets_dir, "dataset")
+        return v
+    if is_hub_id(v):
+        return v
+    raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+
+
+def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
+                eval_split: str | None) -> None:
+    batch = batch_size or num_generations
+    if batch % num_generations:
+        raise ValueError("per_device_train_batch_size must be a multiple of num_generations "
+                         "(each step scores whole groups)")
+    if eval_steps and not eval_split:
+        raise ValueError("eval_steps needs an eval_split")
+
 
 class RewardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -46,13 +107,7 @@ class RewardSpec(BaseModel):
 
     @model_validator(mode="after")
     def _known_reward(self) -> RewardSpec:
-        reward = REWARDS.get(self.name)
-        if reward is None:
-            raise ValueError(f"unknown reward function {self.name!r}; known: {', '.join(REWARDS)}")
-        self.params = coerce_params(reward, self.params)
-        for value in self.params.values():
-            if isinstance(value, str):
-                storable(value)
+        self.params = reward_params(self.name, self.params)
         return self
 
 
@@ -97,52 +152,22 @@ class RunSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _strip_name(cls, v: str) -> str:
-        v = v.strip()
-        if not v:
-            raise ValueError("the run needs a name")
-        return v
+        return run_name(v)
 
     @field_validator("model")
     @classmethod
     def _known_model(cls, v: str) -> str:
-        v = v.strip()
-        if v.startswith("builtin:"):
-            if v not in BUILTIN_MODELS:
-                raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
-            return v
-        if is_local_model(v):
-            confine(v, get_settings().models_dir, "model")  # bug 4: only inside the models directory
-            return v
-        if is_hub_id(v):
-            return v
-        raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
-                         "or a directory (with config.json) in the models directory")
+        return model_reference(v)
 
     @field_validator("dataset")
     @classmethod
     def _known_dataset(cls, v: str) -> str:
-        v = v.strip()
-        if v.startswith("builtin:"):
-            if v not in BUILTIN_DATASETS:
-                raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
-            return v
-        if is_local_dataset(v):
-            # Resolved (`..`, symlinks) without reading anything, and worded the same whether the
-            # path exists or not: whether it exists is for the worker, the host that reads it.
-            confine(v, get_settings().datasets_dir, "dataset")
-            return v
-        if is_hub_id(v):
-            return v
-        raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+        return dataset_reference(v)
 
     @model_validator(mode="after")
     def _batch_holds_whole_groups(self) -> RunSpec:
-        batch = self.per_device_train_batch_size or self.num_generations
-        if batch % self.num_generations:
-            raise ValueError("per_device_train_batch_size must be a multiple of num_generations "
-                             "(each step scores whole groups)")
-        if self.eval_steps and not self.eval_split:
-            raise ValueError("eval_steps needs an eval_split")
+        check_batch(self.per_device_train_batch_size, self.num_generations, self.eval_steps,
+                    self.eval_split)
         return self
 
     @property

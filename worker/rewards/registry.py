@@ -43,6 +43,8 @@ class RewardDef:
     params: tuple[RewardParam, ...] = field(default_factory=tuple)
 
     def build(self, params: dict[str, Any]) -> RewardFn:
+        """``params`` as ``coerce_params`` returns them: every parameter present (the defaults
+        live in ``RewardParam`` only, so the factories take no defaults of their own)."""
         fn = self.factory(**params)
         fn.__name__ = self.name  # TRL logs rewards/<__name__>/mean
         return fn
@@ -54,14 +56,14 @@ def completion_text(completion: Any) -> str:
     return render_messages(completion, roles=False)
 
 
-def _length_target(target: int = 20) -> RewardFn:
+def _length_target(target: int) -> RewardFn:
     def reward(completions: Sequence[Any], **_: Any) -> list[float | None]:
         return [-abs(len(completion_text(c)) - target) / target for c in completions]
 
     return reward
 
 
-def _format_tag(tag: str = "answer") -> RewardFn:
+def _format_tag(tag: str) -> RewardFn:
     pattern = re.compile(rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", re.DOTALL)
 
     def reward(completions: Sequence[Any], **_: Any) -> list[float | None]:
@@ -83,14 +85,14 @@ def _exact_answer() -> RewardFn:
     return reward
 
 
-def _constant(value: float = 0.0) -> RewardFn:
+def _constant(value: float) -> RewardFn:
     def reward(completions: Sequence[Any], **_: Any) -> list[float | None]:
         return [float(value)] * len(completions)
 
     return reward
 
 
-def _debug_raise(after_calls: int = 0) -> RewardFn:
+def _debug_raise(after_calls: int) -> RewardFn:
     """Fails on purpose: lets a user (and our tests) check how a crashing reward is reported."""
     calls = {"n": 0}
 
