@@ -9,6 +9,7 @@ from typing import Any
 from fastapi.templating import Jinja2Templates
 
 from app.core.config import ROOT
+from app.health.stability import label as verdict_label
 
 
 def duration(seconds: float | None) -> str:
@@ -31,4 +32,12 @@ def to_json_attr(value: Any) -> str:
 
 
 templates = Jinja2Templates(directory=str(ROOT / "templates"))
-templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr)
+
+
+def verdict_of(run: Any) -> tuple[str, str]:
+    """(css key, words) for a run's verdict badge."""
+    return verdict_label(run.verdict, live=run.status in ("queued", "running"))
+
+
+templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
+                             verdict=verdict_of)

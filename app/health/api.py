@@ -8,8 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.core.db import SessionDep
+from app.health import stability
 from app.health.models import FindingRecord
 from app.health.service import findings_for
+from app.runs import lifecycle
 from app.runs.api import run_or_404
 
 router = APIRouter(prefix="/api/runs", tags=["findings"])
@@ -20,7 +22,8 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
     """Active findings, worst first; `include_resolved` adds ones that no longer hold."""
     run = run_or_404(db, run_id)
     records = findings_for(db, run_id, active_only=not include_resolved)
-    return {"run_id": run.id, "verdict": run.verdict or "healthy",
+    verdict, words = stability.label(run.verdict, live=lifecycle.is_live(run))
+    return {"run_id": run.id, "verdict": verdict, "verdict_text": words,
             "findings": [r.to_dict() for r in sort_findings(records)]}
 
 

@@ -29,6 +29,8 @@ class FindingRecord(Base):
     opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # a severity change waiting for confirmation (app/health/stability.py Memory), else None
+    stability: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     @property
     def metric(self) -> str | None:
@@ -38,4 +40,5 @@ class FindingRecord(Base):
         return {"category": self.category, "severity": self.severity,
                 "first_step": self.first_step, "last_step": self.last_step,
                 "summary": self.summary, "evidence": self.evidence, "actions": self.actions,
-                "metric": self.metric, "active": self.active}
+                "metric": self.metric, "active": self.active,
+                "confirming": self.stability is not None}
