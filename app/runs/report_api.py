@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, status
 from pydantic import BaseModel
 
 from app.core.db import SessionDep
+from app.health import service as health
 from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
@@ -88,5 +89,6 @@ def finished(body: FinishedIn, run: RunAuth, db: SessionDep) -> ControlOut:
         lifecycle.finish(run, body.returncode, body.error, body.traceback_tail)
     except lifecycle.TransitionError as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    health.observe(db, run, [])  # ended: the whole history is in, findings settle as they are
     db.commit()
     return _control(run)

@@ -103,3 +103,12 @@ def test_run_verdict_follows_confirmed_findings_only(client: TestClient) -> None
         _post(client, run_id, headers, range(start, start + 5), reward=0.5, loss=0.01,
               grad_norm="nan")
     assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "critical"
+
+
+def test_findings_settle_when_the_run_ends(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, range(1, 30), reward=0.5, loss=0.01, grad_norm=1.0)
+    _post(client, run_id, headers, range(30, 32), reward=0.5, loss=0.01, grad_norm="nan")
+    assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "healthy"
+    client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
+    assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "critical"
