@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,3 +43,30 @@ class FindingRecord(Base):
                 "summary": self.summary, "evidence": self.evidence, "actions": self.actions,
                 "metric": self.metric, "active": self.active,
                 "confirming": self.stability is not None}
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    """What one ``store()`` did to a finding's shown severity: ``before`` None means it opened,
+    ``after`` None means it resolved, both set means it changed severity. Alerts are derived
+    from these transitions (``app/alerts/service.py``), never from re-reading every finding."""
+
+    record: FindingRecord
+    before: str | None
+    after: str | None
+
+    @property
+    def kind(self) -> str:
+        return "opened" if self.before is None else ("resolved" if self.after is None
+                                                     else "changed")
+
+
+@dataclass
+class Stored:
+    """The result of ``store()``: the active (shown) records and what changed."""
+
+    active: list[FindingRecord] = field(default_factory=list)
+    changes: list[FindingChange] = field(default_factory=list)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.active)  # callers that only want the active records keep working

@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.alerts import service as alerts
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
 from app.diagnostics.model import Finding
 from app.health import stability
-from app.health.models import FindingRecord
+from app.health.models import FindingChange, FindingRecord, Stored
 from app.runs import lifecycle
 from app.runs.models import Run
 
@@ -55,21 +56,25 @@ def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
     diagnosis = state.update(rows, context)
     run.diagnostics_state = state.to_json()
     latest = max((step for step, _ in rows), default=0)
-    shown = store(db, run, diagnosis, now or datetime.now(UTC), new_steps=bool(rows),
-                  step=max(run.current_step or 0, latest))
-    _guard_rail(run, shown)
+    now = now or datetime.now(UTC)
+    stored = store(db, run, diagnosis, now, new_steps=bool(rows),
+                   step=max(run.current_step or 0, latest))
+    _guard_rail(run, stored.active)
+    alerts.on_findings(db, run, stored, now)  # same transaction: the outbox is written with them
     return diagnosis
 
 
 def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_steps: bool = True,
-          step: int | None = None) -> list[FindingRecord]:
+          step: int | None = None) -> Stored:
     """Upsert findings as ``stability`` lets them show; ones no longer shown stay, resolved.
 
-    Returns the active records. The run's verdict is set from what is shown, not from the raw
-    diagnosis, so a one-batch blip never changes it."""
+    Returns the active records and the transitions of what is shown (opened, changed severity,
+    resolved), from which alerts are derived. The run's verdict is set from what is shown, not
+    from the raw diagnosis, so a one-batch blip never changes it."""
     live = lifecycle.is_live(run)
     step = (run.current_step or 0) if step is None else step
     existing = {(f.category, f.metric_key): f for f in findings_for(db, run.id)}
+    changes: list[FindingChange] = []
     raw = {(f.category, f.metric or ""): f for f in diagnosis.findings}
     for key in raw.keys() | {k for k, r in existing.items() if r.active or r.stability}:
         record, finding = existing.get(key), raw.get(key)
@@ -86,10 +91,16 @@ def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_ste
                                    opened_at=now)
             db.add(record)
             existing[key] = record
+        shown_before = record.severity if record.active and record.id is not None else None
         _apply(record, finding, after, now)
+        shown_after = record.severity if record.active else None
+        if shown_before != shown_after:
+            changes.append(FindingChange(record, shown_before, shown_after))
     active = [r for r in existing.values() if r.active]
     run.verdict = stability.verdict((r.severity for r in active), steps=step, live=live)
-    return active
+    if changes:
+        db.flush()  # ids for new records: alerts link to them
+    return Stored(active, changes)
 
 
 def _apply(record: FindingRecord, finding: Finding | None, memory: stability.Memory,

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
+from app.alerts import service as alerts
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
 from app.health import service
@@ -31,6 +32,7 @@ def check_live_runs(now: datetime | None = None) -> int:
             lost = [f for f in diagnosis.findings if f.category == "lost"]
             if lost and lost[0].severity == "critical":
                 lifecycle.fail(run, f"lost: {lost[0].summary}")
+                alerts.run_lost(db, run, f"lost: {lost[0].summary}", now)
                 failed += 1
         db.commit()
     return failed

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.alerts.rules import AlertRules
 from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, DEFAULT_DATASET, DEFAULT_MODEL
 from worker.rewards.registry import REWARDS, coerce_params
 
@@ -70,6 +71,8 @@ class RunSpec(BaseModel):
     rollout_groups: int = Field(
         4, ge=0, le=64, description="groups kept per captured step (0: capture none)")
     stop_on_critical: bool = False
+    alerts: AlertRules = Field(default_factory=AlertRules,
+                               description="who is told about this run's findings")
 
     @field_validator("name")
     @classmethod
