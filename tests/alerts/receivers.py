@@ -40,6 +40,7 @@ class HttpReceiver:
     received: list[Received] = field(default_factory=list)
     attempts: list[str] = field(default_factory=list)
     hanging: int = 0
+    delay: float = 0.0  # seconds before answering (a slow receiver)
     release: threading.Event = field(default_factory=threading.Event)
     port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -75,6 +76,7 @@ def start_http(receiver: HttpReceiver) -> ThreadingHTTPServer:
                     receiver.hanging += 1
                 receiver.release.wait(120)
                 return
+            time.sleep(receiver.delay)
             if failing:
                 self.send_response(500)
                 self.end_headers()
