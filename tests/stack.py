@@ -38,6 +38,9 @@ class Stack:
     workdir: Path
     port: int = field(default_factory=free_port)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    scheduler: bool = False  # also run `grpodeck scheduler` (alert sender, lost-run check)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -50,7 +53,7 @@ class Stack:
                 "GRPODECK_QUEUE": f"test-{uuid.uuid4().hex[:8]}",
                 "GRPODECK_RUNS_DIR": str(self.workdir / "runs"),
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
-                "PYTHONUNBUFFERED": "1"}
+                "PYTHONUNBUFFERED": "1", **self.extra_env}
 
     def start(self) -> Stack:
         env = self.env  # one queue name for both processes
@@ -60,13 +63,17 @@ class Stack:
         self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
                                "--pool=prefork", "--concurrency=1", "-Q", env["GRPODECK_QUEUE"],
                                "--loglevel=INFO"], env)
+        if self.scheduler:
+            self._spawn("scheduler", [sys.executable, "-m", "app.cli", "scheduler"], env)
         self._wait_ready()
         return self
 
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str]) -> None:
         log = (self.workdir / f"{name}.log").open("wb")
-        self.procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs.append(proc)
+        self.named[name] = proc
 
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -49,15 +49,18 @@ def destinations(db: Session, run: Run | None) -> list[str]:
 
 
 def enqueue(db: Session, run: Run | None, event: str, alert_ids: Sequence[int],
-            payload: dict[str, Any], now: datetime, urls: Iterable[str] | None = None
+            payload: dict[str, Any], urls: Iterable[str] | None = None
             ) -> list[Delivery]:
-    """One job per destination; the caller's transaction commits them with the alert change."""
+    """One job per destination; the caller's transaction commits them with the alert change.
+
+    Due at once by the real clock (the alert change may carry an evaluation time)."""
+    due = datetime.now(UTC)
     jobs = []
     for url in (destinations(db, run) if urls is None else urls):
         job = Delivery(run_id=run.id if run else None, destination=url,
                        destination_key=destination_key(url), event=event,
                        alert_ids=list(alert_ids), payload=payload, status=PENDING, attempts=0,
-                       next_attempt_at=now, created_at=now)
+                       next_attempt_at=due, created_at=due)
         db.add(job)
         jobs.append(job)
     return jobs

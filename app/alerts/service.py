@@ -176,7 +176,7 @@ def _notify(db: Session, run: Run, events: Sequence[Event], now: datetime) -> No
     entries = [messages.alert_dict(a, run, e, base, now) for a, e in events]
     kinds = {e for _, e in events}
     outbox.enqueue(db, run, kinds.pop() if len(kinds) == 1 else "changes",
-                   [a.id for a, _ in events], messages.run_message(run, entries), now)
+                   [a.id for a, _ in events], messages.run_message(run, entries))
 
 
 def acknowledge(db: Session, alert: Alert, by: str | None = None,
@@ -233,7 +233,7 @@ def send_test(db: Session, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     urls = outbox.deployment_urls(db)
     outbox.enqueue(db, None, "test", [], messages.test_message(get_settings().public_url, now),
-                   now, urls=urls)
+                   urls=urls)
     return len(urls)
 
 

@@ -63,7 +63,7 @@ class HttpReceiver:
 
 def start_http(receiver: HttpReceiver) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             path = self.path.split("?", 1)[0]
             with receiver.lock:

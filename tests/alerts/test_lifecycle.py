@@ -34,7 +34,7 @@ def test_a_stalled_run_opens_one_alert_not_one_per_batch(client: TestClient, ale
     alert = next(a for a in found if a["category"] == "zero_reward_spread")
     assert alert["state"] == "open" and alert["severity"] in ("warning", "critical")
     assert alert["last_step"] == 80  # later batches moved the step range along
-    assert [h["event"] for h in alert["history"]][0] == "opened"
+    assert alert["history"][0]["event"] == "opened"
     written = jobs(run_id)
     assert {j.event for j in written} == {"opened"}  # later batches only update the record
     assert sorted(i for j in written for i in j.alert_ids) == sorted(a["id"] for a in found)

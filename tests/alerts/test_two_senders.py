@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import UTC, datetime
 
 from sqlalchemy import select
 
@@ -41,8 +40,7 @@ def test_two_sender_processes_deliver_each_job_once(app_db: str, receiver: HttpR
             for n in range(JOBS // DESTINATIONS):
                 for url in urls:
                     outbox.enqueue(db, None, "test", [], {"kind": "test", "title": "t",
-                                                          "text": "t", "n": n}, datetime.now(UTC),
-                                   urls=[url])
+                                                          "text": "t", "n": n}, urls=[url])
                 db.commit()
                 time.sleep(0.05)
         receiver.wait_for(lambda: len(receiver.received) >= JOBS, f"{JOBS} deliveries")
