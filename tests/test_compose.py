@@ -19,3 +19,13 @@ def test_compose_has_db_broker_web_and_scalable_gpu_workers() -> None:
     assert "GRPODECK_DATABASE_URL" not in worker["environment"]  # workers report over HTTP
     assert worker["environment"]["GRPODECK_BROKER_URL"].startswith("redis://")
     assert services["web"]["environment"]["GRPODECK_DATABASE_URL"].startswith("postgresql+psycopg")
+
+
+def test_compose_runs_the_scheduler_as_its_own_service() -> None:
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    scheduler = services["scheduler"]
+    assert scheduler["command"] == ["grpodeck", "scheduler"]
+    assert scheduler["environment"]["GRPODECK_DATABASE_URL"].startswith("postgresql+psycopg")
+    assert "GRPODECK_ALERT_URLS" in scheduler["environment"]  # both write outbox jobs
+    assert "GRPODECK_ALERT_URLS" in services["web"]["environment"]
+    assert "scheduler" not in " ".join(services["web"]["command"])
