@@ -149,3 +149,15 @@ def test_a_lost_run_fails_with_a_critical_alert(client: TestClient, alert_env) -
     assert [(a["category"], a["severity"], a["state"]) for a in found] == [
         ("lost", "critical", "open")]
     assert [j.payload["severity"] for j in jobs(run_id)][-1] == "critical"
+
+
+def test_the_launch_form_stores_the_runs_alert_rules(client: TestClient) -> None:
+    form = {"name": "form-rules", "model": "builtin:tiny-random", "reward_0_name": "length_target",
+            "alert_urls": "json://127.0.0.1:9/a ntfy://topic", "alert_min_severity": "critical",
+            "alert_ignore": "reward_hacking, stalled"}
+    page = client.post("/runs/new", data=form, follow_redirects=False)
+    assert page.status_code == 303, page.text
+    run_id = int(page.headers["location"].rsplit("/", 1)[1])
+    rules = client.get(f"/api/runs/{run_id}").json()["spec"]["alerts"]
+    assert rules == {"urls": ["json://127.0.0.1:9/a", "ntfy://topic"],
+                     "min_severity": "critical", "ignore": ["reward_hacking", "stalled"]}
