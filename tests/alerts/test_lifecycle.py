@@ -161,3 +161,17 @@ def test_the_launch_form_stores_the_runs_alert_rules(client: TestClient) -> None
     rules = client.get(f"/api/runs/{run_id}").json()["spec"]["alerts"]
     assert rules == {"urls": ["json://127.0.0.1:9/a", "ntfy://topic"],
                      "min_severity": "critical", "ignore": ["reward_hacking", "stalled"]}
+
+
+def test_a_severity_change_updates_the_same_alert_and_escalation_is_messaged(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client, alerts={"min_severity": "info"})
+    report(client, run_id, headers, zero_spread(range(1, 61)))
+    spread = [a for a in alerts(client, run_id=run_id) if a["category"] == "zero_reward_spread"]
+    assert len(spread) == 1, spread  # info while confirming, then critical: still one alert
+    events = [(h["event"], h["severity"]) for h in spread[0]["history"]]
+    assert events == [("opened", "info"), ("escalated", "critical")]
+    sent = [p["event"] for j in jobs(run_id) for p in j.payload["alerts"]
+            if p["id"] == spread[0]["id"]]
+    assert sent == ["opened", "escalated"]
