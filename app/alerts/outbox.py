@@ -94,6 +94,17 @@ def claim(db: Session, owner: str, now: datetime | None = None, *, limit: int = 
                            .order_by(Delivery.id)).all())
 
 
+def renew(db: Session, jobs: Sequence[Delivery], timeout: float) -> None:
+    """Extend the lease before an attempt, so a long queue of sends to one slow destination
+    never lets another sender take over a job that is about to be sent. Commits."""
+    until = datetime.now(UTC) + timedelta(seconds=LEASE_S + timeout)
+    for job in jobs:
+        db.execute(update(Delivery).where(Delivery.id == job.id,
+                                          Delivery.claim_token == job.claim_token)
+                   .values(lease_until=until).execution_options(synchronize_session=False))
+    db.commit()
+
+
 def backoff(attempts: int) -> float:
     """Seconds before retry number ``attempts`` (1, 2, ...): base, 3x base, 9x base, ..."""
     base = get_settings().alert_retry_seconds

@@ -51,13 +51,15 @@ class Sender:
     def _deliver(self, key: str, jobs: Sequence[Delivery]) -> None:
         try:
             timeout = get_settings().alert_timeout_seconds
-            runs = {j.run_id for j in jobs if j.run_id is not None}
-            if len(runs) >= get_settings().alert_digest_runs:
-                self._send(jobs, messages.digest([j.payload for j in jobs]), timeout,
+            alerting = [j for j in jobs if j.run_id is not None]
+            single = [j for j in jobs if j.run_id is None]  # test messages
+            if len({j.run_id for j in alerting}) >= get_settings().alert_digest_runs:
+                self._send(alerting, messages.digest([j.payload for j in alerting]), timeout,
                            digest_id=uuid.uuid4().hex)
             else:
-                for job in jobs:
-                    self._send([job], job.payload, timeout)
+                single = jobs
+            for job in single:
+                self._send([job], job.payload, timeout)
         except Exception:
             log.exception("sending to %s failed", key)
         finally:
@@ -66,6 +68,8 @@ class Sender:
 
     def _send(self, jobs: Sequence[Delivery], payload: dict, timeout: float,
               digest_id: str | None = None) -> None:
+        with get_sessionmaker()() as db:  # still ours for this attempt, however long the queue
+            outbox.renew(db, jobs, timeout)
         started = time.monotonic()
         error = channels.send(jobs[0].destination, payload, timeout)
         seconds = time.monotonic() - started
