@@ -31,3 +31,12 @@ def sort_findings(records: Sequence[FindingRecord]) -> list[FindingRecord]:
     """Active before resolved, then critical, warning, info, then by first step."""
     order = {"critical": 0, "warning": 1, "info": 2}
     return sorted(records, key=lambda r: (not r.active, order.get(r.severity, 3), r.first_step))
+
+
+def group_by_category(records: Sequence[FindingRecord]) -> list[list[FindingRecord]]:
+    """One entry per category, its most pressing record first: an active critical on one
+    metric and a resolved warning on another are one problem, not a contradiction."""
+    groups: dict[str, list[FindingRecord]] = {}
+    for record in sort_findings(records):
+        groups.setdefault(record.category, []).append(record)
+    return list(groups.values())
