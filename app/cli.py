@@ -58,17 +58,32 @@ def worker(concurrency: int = 1) -> None:
     raise typer.Exit(subprocess.call(worker_command(concurrency)))
 
 
+def scheduler_command() -> list[str]:
+    return [sys.executable, "-m", "app.scheduler"]
+
+
+@cli.command()
+def scheduler() -> None:
+    """Run the background process: alert delivery (the outbox sender) and the lost-run check.
+    Run exactly one per deployment (a second one is harmless: jobs are claimed atomically)."""
+    from app import scheduler as loop
+
+    loop.main()
+
+
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Dashboard and one worker together: the one-command local setup."""
+    """Dashboard, one worker and the scheduler together: the one-command local setup."""
     migrate()
     refuse_unsafe_bind(host)
-    proc = subprocess.Popen(worker_command())
+    procs = [subprocess.Popen(worker_command()), subprocess.Popen(scheduler_command())]
     try:
         serve(host=host, port=port, no_migrate=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
 
 
 @cli.command()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import plotly
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from app.alerts import api as alerts_api
+from app.alerts import views as alert_views
 from app.auth import views as auth_views
 from app.core import limits
 from app.core.config import ROOT
@@ -18,7 +17,6 @@ from app.core.docs import install_docs
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
 from app.health import api as health_api
-from app.health.watch import watch_forever
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
@@ -29,18 +27,8 @@ HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
 PLOTLY_DIST = Path(plotly.__file__).parent / "package_data"
 
 
-@asynccontextmanager
-async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-    """Start the background services (the lost-run watcher) with the app."""
-    watcher = asyncio.create_task(watch_forever())
-    try:
-        yield
-    finally:
-        watcher.cancel()
-
-
 def create_app() -> FastAPI:
-    app = FastAPI(title="GRPO Deck", version="0.1.0", lifespan=lifespan, docs_url=None,
+    app = FastAPI(title="GRPO Deck", version="0.1.0", docs_url=None,
                   redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
@@ -51,6 +39,8 @@ def create_app() -> FastAPI:
     app.include_router(dataset_views.router)
     app.include_router(rollouts_api.router)
     app.include_router(rollout_views.router)
+    app.include_router(alerts_api.router)
+    app.include_router(alert_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(views.router)
     app.include_router(auth_views.router)

@@ -1,5 +1,6 @@
 """Imports every table module so Alembic and the tests see the whole schema."""
 
+from app.alerts.models import Alert, AlertConfig, AlertMute, Delivery, DeliveryAttempt  # noqa: F401
 from app.auth.models import ApiKey, User, UserSession  # noqa: F401
 from app.health.models import FindingRecord  # noqa: F401
 from app.metrics.models import MetricPoint  # noqa: F401

@@ -50,6 +50,7 @@ class Stack:
     port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    scheduler: bool = False  # also run `grpodeck scheduler` (alert sender, lost-run check)
     named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     queue: str = field(default_factory=lambda: f"test-{uuid.uuid4().hex[:8]}")
 
@@ -74,6 +75,8 @@ class Stack:
                            check=True, timeout=120)
             self.start_web()
             self.start_worker()
+            if self.scheduler:
+                self._spawn("scheduler", [sys.executable, "-m", "app.cli", "scheduler"])
         except BaseException:
             self.stop()  # a failed start leaves no processes behind
             raise

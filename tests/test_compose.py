@@ -35,3 +35,13 @@ def test_database_password_comes_from_an_env_file_and_containers_run_unprivilege
     assert users and users[-1] not in {"root", "0"}  # web and worker share the image
     assert all("user" not in s or s["user"] not in {"root", "0"}
                for s in compose["services"].values() if s.get("build"))
+
+
+def test_compose_runs_the_scheduler_as_its_own_service() -> None:
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    scheduler = services["scheduler"]
+    assert scheduler["command"] == ["grpodeck", "scheduler"]
+    assert scheduler["environment"]["GRPODECK_DATABASE_URL"].startswith("postgresql+psycopg")
+    assert "GRPODECK_ALERT_URLS" in scheduler["environment"]  # both write outbox jobs
+    assert "GRPODECK_ALERT_URLS" in services["web"]["environment"]
+    assert "scheduler" not in " ".join(services["web"]["command"])

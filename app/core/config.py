@@ -76,6 +76,21 @@ class Settings(BaseSettings):
     broker_visibility_seconds: float = Field(
         600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
         "after this long (a redelivered run that was already claimed is dropped by the claim)")
+    alert_urls: str = Field(
+        "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
+        "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")
+    alert_poll_seconds: float = Field(1.0, description="how often the sender looks for due jobs")
+    alert_timeout_seconds: float = Field(
+        10.0, description="per-destination connect/read timeout of one delivery attempt")
+    alert_max_attempts: int = Field(5, description="attempts before a delivery is marked dead")
+    alert_retry_seconds: float = Field(
+        15.0, description="first retry delay; each later retry waits 3x longer (at most 1 h)")
+    alert_reopen_seconds: float = Field(
+        3600.0, description="a condition that comes back this soon after it resolved reopens "
+        "the same alert")
+    alert_digest_runs: int = Field(
+        3, description="due messages for this many runs or more to one destination go as one "
+        "digest")
 
 
 @lru_cache

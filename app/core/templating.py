@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
 from app.core.config import ROOT
+from app.health.stability import label as verdict_label
 
 
 def duration(seconds: float | None) -> str:
@@ -58,4 +59,12 @@ def _identity(request: Request) -> dict[str, Any]:
 
 
 templates = Jinja2Templates(directory=str(ROOT / "templates"), context_processors=[_identity])
-templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr)
+
+
+def verdict_of(run: Any) -> tuple[str, str]:
+    """(css key, words) for a run's verdict badge."""
+    return verdict_label(run.verdict, live=run.status in ("queued", "running"))
+
+
+templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
+                             verdict=verdict_of)

@@ -8,8 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 
 from app.core.db import SessionDep
+from app.health import stability
 from app.health.models import FindingRecord
 from app.health.service import findings_for
+from app.runs import lifecycle
 from app.runs.api import run_or_404
 
 router = APIRouter(prefix="/api/runs", tags=["findings"])
@@ -20,7 +22,8 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
     """Active findings, worst first; `include_resolved` adds ones that no longer hold."""
     run = run_or_404(db, run_id)
     records = findings_for(db, run_id, active_only=not include_resolved)
-    return {"run_id": run.id, "verdict": run.verdict or "healthy",
+    verdict, words = stability.label(run.verdict, live=lifecycle.is_live(run))
+    return {"run_id": run.id, "verdict": verdict, "verdict_text": words,
             "findings": [r.to_dict() for r in sort_findings(records)]}
 
 
@@ -28,3 +31,12 @@ def sort_findings(records: Sequence[FindingRecord]) -> list[FindingRecord]:
     """Active before resolved, then critical, warning, info, then by first step."""
     order = {"critical": 0, "warning": 1, "info": 2}
     return sorted(records, key=lambda r: (not r.active, order.get(r.severity, 3), r.first_step))
+
+
+def group_by_category(records: Sequence[FindingRecord]) -> list[list[FindingRecord]]:
+    """One entry per category, its most pressing record first: an active critical on one
+    metric and a resolved warning on another are one problem, not a contradiction."""
+    groups: dict[str, list[FindingRecord]] = {}
+    for record in sort_findings(records):
+        groups.setdefault(record.category, []).append(record)
+    return list(groups.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,8 @@ class FindingRecord(Base):
     opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # a severity change waiting for confirmation (app/health/stability.py Memory), else None
+    stability: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     @property
     def metric(self) -> str | None:
@@ -38,4 +41,32 @@ class FindingRecord(Base):
         return {"category": self.category, "severity": self.severity,
                 "first_step": self.first_step, "last_step": self.last_step,
                 "summary": self.summary, "evidence": self.evidence, "actions": self.actions,
-                "metric": self.metric, "active": self.active}
+                "metric": self.metric, "active": self.active,
+                "confirming": self.stability is not None}
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    """What one ``store()`` did to a finding's shown severity: ``before`` None means it opened,
+    ``after`` None means it resolved, both set means it changed severity. Alerts are derived
+    from these transitions (``app/alerts/service.py``), never from re-reading every finding."""
+
+    record: FindingRecord
+    before: str | None
+    after: str | None
+
+    @property
+    def kind(self) -> str:
+        return "opened" if self.before is None else ("resolved" if self.after is None
+                                                     else "changed")
+
+
+@dataclass
+class Stored:
+    """The result of ``store()``: the active (shown) records and what changed."""
+
+    active: list[FindingRecord] = field(default_factory=list)
+    changes: list[FindingChange] = field(default_factory=list)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.active)  # callers that only want the active records keep working

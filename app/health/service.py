@@ -13,9 +13,11 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.alerts import service as alerts
 from app.diagnostics import Diagnosis, RunContext
-from app.health import state_cache
-from app.health.models import FindingRecord
+from app.diagnostics.model import Finding
+from app.health import stability, state_cache
+from app.health.models import FindingChange, FindingRecord, Stored
 from app.runs import lifecycle
 from app.runs.models import Run
 
@@ -37,41 +39,85 @@ def context_for(run: Run, now: datetime | None = None) -> RunContext:
 
 def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
             now: datetime | None = None) -> Diagnosis:
-    """Feed new rows (or none, to re-check time-based findings) and store the result."""
+    """Feed new rows (or none, to re-check time-based findings) and store the result.
+
+    Returns the raw diagnosis; what the page shows (and the guard rail acts on) is its
+    stabilised form, stored by ``store``."""
     diagnosis = state_cache.update(db, run, rows, context_for(run, now))
-    store(db, run, diagnosis, now or datetime.now(UTC))
-    _guard_rail(run, diagnosis)
+    latest = max((step for step, _ in rows), default=0)
+    now = now or datetime.now(UTC)
+    stored = store(db, run, diagnosis, now, new_steps=bool(rows),
+                   step=max(run.current_step or 0, latest))
+    _guard_rail(run, stored.active)
+    alerts.on_findings(db, run, stored, now)  # same transaction: the outbox is written with them
     return diagnosis
 
 
-def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime) -> None:
-    """Upsert current findings; ones no longer reported stay, marked resolved."""
+def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_steps: bool = True,
+          step: int | None = None) -> Stored:
+    """Upsert findings as ``stability`` lets them show; ones no longer shown stay, resolved.
+
+    Returns the active records and the transitions of what is shown (opened, changed severity,
+    resolved), from which alerts are derived. The run's verdict is set from what is shown, not
+    from the raw diagnosis, so a one-batch blip never changes it."""
+    live = lifecycle.is_live(run)
+    step = (run.current_step or 0) if step is None else step
     existing = {(f.category, f.metric_key): f for f in findings_for(db, run.id)}
-    current = set()
-    for finding in diagnosis.findings:
-        key = (finding.category, finding.metric or "")
-        current.add(key)
-        data = finding.to_dict()
-        record = existing.get(key)
+    changes: list[FindingChange] = []
+    raw = {(f.category, f.metric or ""): f for f in diagnosis.findings}
+    for key in raw.keys() | {k for k, r in existing.items() if r.active or r.stability}:
+        record, finding = existing.get(key), raw.get(key)
+        before = stability.Memory.from_dict(record.stability) if record and record.active \
+            else stability.Memory()
+        if record is not None and record.active and before.shown is None:
+            before = stability.Memory(shown=record.severity)  # stored before stabilisation
+        after = stability.advance(before, finding.severity if finding else None, step=step,
+                                  live=live, new_steps=new_steps, category=key[0])
+        if record is None and after.shown is None:
+            continue
         if record is None:
-            record = FindingRecord(run_id=run.id, category=finding.category, metric_key=key[1],
+            record = FindingRecord(run_id=run.id, category=key[0], metric_key=key[1],
                                    opened_at=now)
             db.add(record)
-        record.severity, record.summary = finding.severity, finding.summary
+            existing[key] = record
+        shown_before = record.severity if record.active and record.id is not None else None
+        _apply(record, finding, after, now)
+        shown_after = record.severity if record.active else None
+        if shown_before != shown_after:
+            changes.append(FindingChange(record, shown_before, shown_after))
+    active = [r for r in existing.values() if r.active]
+    run.verdict = stability.verdict((r.severity for r in active), steps=step, live=live)
+    if changes:
+        db.flush()  # ids for new records: alerts link to them
+    return Stored(active, changes)
+
+
+def _apply(record: FindingRecord, finding: Finding | None, memory: stability.Memory,
+           now: datetime) -> None:
+    """Write what is shown: the latest evidence when the detectors still report the finding,
+    the last known evidence while it waits to resolve."""
+    if finding is not None:
+        data = finding.to_dict()
+        record.summary, record.evidence, record.actions = finding.summary, data["evidence"], \
+            data["actions"]
         record.first_step, record.last_step = finding.first_step, finding.last_step
-        record.evidence, record.actions = data["evidence"], data["actions"]
-        record.active, record.resolved_at, record.updated_at = True, None, now
-    for key, record in existing.items():
-        if key not in current and record.active:
+    record.stability = memory.to_dict() if memory.pending else None
+    if memory.shown is None:
+        if record.active:
             record.active, record.resolved_at = False, now
-    run.verdict = diagnosis.verdict
+        return
+    if not record.active:
+        record.opened_at = now  # a new episode of the same finding
+    record.severity, record.active, record.resolved_at, record.updated_at = \
+        memory.shown, True, None, now
 
 
-def _guard_rail(run: Run, diagnosis: Diagnosis) -> None:
-    """A run launched with stop_on_critical is asked to stop at its first critical finding."""
+def _guard_rail(run: Run, shown: Sequence[FindingRecord]) -> None:
+    """A run launched with stop_on_critical is asked to stop at its first *confirmed* critical
+    finding (see ``stability``): a one-batch blip never kills a run."""
     if not (run.spec or {}).get("stop_on_critical") or run.status != lifecycle.Status.RUNNING:
         return
-    critical = [f for f in diagnosis.findings if f.severity == "critical" and f.category != "lost"]
+    critical = [f for f in shown if f.severity == "critical" and f.category != "lost"]
     if critical and run.cancel_requested_at is None:
         lifecycle.request_cancel(run, reason=f"stopped by diagnostics: {critical[0].summary}")
 

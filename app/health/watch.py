@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
+from app.alerts import service as alerts
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
 from app.diagnostics.detectors.lost import MIN_GAP_S
@@ -87,6 +88,7 @@ def check_live_runs(now: datetime | None = None, since: datetime | None = None) 
             if reason is not None:
                 log.warning("run %s: %s", run.id, reason)
                 lifecycle.fail(run, reason)
+                alerts.run_lost(db, run, reason, now)
                 failed += 1
             db.commit()
     return failed

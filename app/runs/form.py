@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.alerts.rules import split_urls
 from app.runs.spec import RunSpec
 
 REWARD_ROWS = 3
@@ -35,6 +36,10 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         if value:
             data[key] = value
     data["stop_on_critical"] = form.get("stop_on_critical") in ("on", "true", "1")
+    data["alerts"] = {"urls": split_urls(form.get("alert_urls")),
+                      "min_severity": (form.get("alert_min_severity") or "warning").strip(),
+                      "ignore": [c.strip() for c in (form.get("alert_ignore") or "").split(",")
+                                 if c.strip()]}
     rewards = []
     for i in range(REWARD_ROWS):
         name = (form.get(f"reward_{i}_name") or "").strip()
@@ -61,6 +66,10 @@ def field_errors(exc: ValidationError) -> dict[str, str]:
         field = str(loc[0]) if loc else "_form"
         if field == "rewards" or field.startswith("reward"):
             field = "rewards"
+        if field == "alerts":  # alerts.urls -> alert_urls, the form's field names
+            field = {"urls": "alert_urls", "min_severity": "alert_min_severity",
+                     "ignore": "alert_ignore"}.get(str(loc[1]) if len(loc) > 1 else "",
+                                                   "alert_urls")
         message = err["msg"].removeprefix("Value error, ")
         errors.setdefault(field, message)
     return errors

@@ -73,6 +73,9 @@ def finish(run: Run, returncode: int, error: str | None, traceback_tail: str | N
     """Decide the final status from how the training process ended."""
     if run.cancel_requested_at is not None:
         transition(run, Status.CANCELLED)
+    elif returncode == 0 and run.last_step_at is None:  # nothing trained that anyone can see
+        transition(run, Status.FAILED, error="training ended without logging a single step",
+                   traceback_tail=traceback_tail)
     elif returncode == 0:
         transition(run, Status.SUCCEEDED)
     else:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from app.core.db import SessionDep
 from app.core.fields import CleanText
+from app.health import service as health
 from app.metrics import pipeline
 from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
@@ -141,5 +142,6 @@ def control(run: RunAuth, db: SessionDep) -> ControlOut:
 @router.post("/{run_id}/finished", response_model=ControlOut)
 def finished(body: FinishedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
     _transition(lambda: lifecycle.finish(run, body.returncode, body.error, body.traceback_tail))
+    health.observe(db, run, [])  # ended: the whole history is in, findings settle as they are
     db.commit()
     return _control(run)

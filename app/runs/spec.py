@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.alerts.rules import AlertRules
 from app.core.config import get_settings
 from app.core.fields import Text, storable
 from worker.catalog import (
@@ -148,6 +149,8 @@ class RunSpec(BaseModel):
     rollout_groups: int = Field(
         4, ge=0, le=64, description="groups kept per captured step (0: capture none)")
     stop_on_critical: bool = False
+    alerts: AlertRules = Field(default_factory=AlertRules,
+                               description="who is told about this run's findings")
 
     @field_validator("name")
     @classmethod

@@ -16,7 +16,7 @@ from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.datasets.store import list_names
-from app.health.api import sort_findings
+from app.health.api import group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
@@ -97,7 +97,8 @@ def _run_context(run: Run) -> dict[str, Any]:
 
 
 def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
-    return {**_run_context(run), "findings": sort_findings(findings_for(db, run.id))}
+    findings = sort_findings(findings_for(db, run.id))
+    return {**_run_context(run), "findings": findings, "groups": group_by_category(findings)}
 
 
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:

@@ -58,8 +58,16 @@ def test_start_and_finish_stamp_their_times() -> None:
     lifecycle.start(run, pid=1, host="h")
     assert run.started_at is not None and run.finished_at is None
     assert (run.worker_pid, run.worker_host) == (1, "h")
+    run.last_step_at = run.started_at
     lifecycle.finish(run, 0, None, None)
     assert run.status == "succeeded" and run.finished_at >= run.started_at
+
+
+def test_a_run_that_logged_no_step_is_not_a_success() -> None:
+    run = make(Status.QUEUED)
+    lifecycle.start(run, pid=1, host="h")
+    lifecycle.finish(run, 0, None, None)
+    assert run.status == Status.FAILED and "without logging a single step" in run.error
 
 
 def test_cancel_queued_is_immediate_and_running_is_a_request() -> None:

@@ -1,0 +1,255 @@
+"""Alert lifecycle, derived from the transitions ``health.service.store()`` reports.
+
+* A finding reaching a severity the run's rules care about opens an alert (or reopens the same
+  condition's alert if it resolved less than ``alert_reopen_seconds`` ago).
+* Later transitions update it (severity history; escalations are messaged, easing is only
+  recorded) and every batch refreshes its step range and evidence from the finding.
+* It resolves when the finding resolves (or drops below the rules' minimum severity), and when
+  the run ends: the condition cannot go on in a finished run. A ``lost`` alert stays open on a
+  failed run: someone has to look at the worker.
+Every change that someone should hear about writes outbox jobs in the caller's transaction.
+Functions flush, never commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.alerts import messages, outbox
+from app.alerts.models import OPEN, RESOLVED, Alert, AlertMute
+from app.alerts.rules import rules_of
+from app.core.config import get_settings
+from app.diagnostics.model import severity_rank
+from app.health.models import FindingRecord, Stored
+from app.runs import lifecycle
+from app.runs.models import Run
+
+LOST = "lost"
+LOST_ACTION = "Check the worker process and its logs (crashed, OOM-killed, or hung?)"
+
+Event = tuple[Alert, str]  # (alert, opened | escalated | reopened | resolved)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def open_alerts(db: Session, run_id: int) -> dict[tuple[str, str], Alert]:
+    found = db.scalars(select(Alert).where(Alert.run_id == run_id, Alert.state == OPEN)
+                       .order_by(Alert.id)).all()
+    return {(a.category, a.metric_key): a for a in found}
+
+
+def _history(alert: Alert, event: str, severity: str | None, step: int, now: datetime) -> None:
+    alert.history = [*(alert.history or []), {"event": event, "severity": severity,
+                                              "step": step, "at": now.isoformat()}]
+
+
+def _sync(alert: Alert, record: FindingRecord, now: datetime) -> None:
+    """The alert shows the finding's current step range and evidence."""
+    alert.finding_id = record.id
+    alert.first_step, alert.last_step = record.first_step, record.last_step
+    alert.summary, alert.evidence = record.summary, record.evidence or {}
+    alert.action = (record.actions or [None])[0]
+    alert.updated_at = now
+
+
+def _open(db: Session, run: Run, record: FindingRecord, severity: str, now: datetime) -> Event:
+    """A new alert, or the same condition's alert reopened when it resolved recently."""
+    latest = db.scalars(select(Alert).where(
+        Alert.run_id == run.id, Alert.category == record.category,
+        Alert.metric_key == record.metric_key).order_by(Alert.id.desc()).limit(1)).first()
+    window = timedelta(seconds=get_settings().alert_reopen_seconds)
+    resolved_at = _aware(latest.resolved_at) if latest else None
+    if latest is not None and resolved_at is not None and now - resolved_at <= window:
+        alert, event = latest, "reopened"
+        alert.state, alert.resolved_at, alert.resolved_reason = OPEN, None, None
+        alert.acknowledged_at = alert.acknowledged_by = None  # a new episode needs a new look
+    else:
+        alert, event = Alert(run_id=run.id, category=record.category,
+                             metric_key=record.metric_key, state=OPEN, opened_at=now,
+                             history=[]), "opened"
+        db.add(alert)
+    alert.severity = severity
+    _sync(alert, record, now)
+    _history(alert, event, severity, record.last_step, now)
+    return alert, event
+
+
+def _resolve(alert: Alert, now: datetime, reason: str) -> Event:
+    alert.state, alert.resolved_at, alert.resolved_reason, alert.updated_at = \
+        RESOLVED, now, reason, now
+    _history(alert, "resolved", None, alert.last_step, now)
+    return alert, "resolved"
+
+
+def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
+    """Open, update and resolve the run's alerts from one ``store()``'s transitions."""
+    if run.source != "launched":  # imports and one-shot diagnoses page nobody
+        return
+    if not lifecycle.is_live(run):
+        _notify(db, run, resolve_ended(db, run, now), now)
+        return
+    rules = rules_of(run.spec)
+    current = open_alerts(db, run.id) if stored.changes or stored.active else {}
+    events: list[Event] = []
+    for change in stored.changes:
+        record = change.record
+        key = (record.category, record.metric_key)
+        alert = current.get(key)
+        if rules.cares(record.category, change.after):
+            if alert is None:
+                alert, event = _open(db, run, record, change.after or "", now)
+                current[key] = alert
+                events.append((alert, event))
+            elif change.after != alert.severity:
+                rising = severity_rank(change.after or "info") > severity_rank(alert.severity)
+                alert.severity = change.after or alert.severity
+                _history(alert, "escalated" if rising else "eased", alert.severity,
+                         record.last_step, now)
+                if rising and alert.acknowledged_at is None:
+                    events.append((alert, "escalated"))
+        elif alert is not None:
+            why = "finding resolved" if change.after is None else \
+                f"eased to {change.after}, below this run's minimum"
+            events.append(_resolve(alert, now, why))
+            del current[key]
+    by_key = {(r.category, r.metric_key): r for r in stored.active}
+    for key, alert in current.items():
+        if key in by_key:
+            _sync(alert, by_key[key], now)
+    _notify(db, run, events, now)
+
+
+def resolve_ended(db: Session, run: Run, now: datetime) -> list[Event]:
+    """A run that ended has no ongoing condition: its alerts resolve, except ``lost``."""
+    return [_resolve(alert, now, f"run {run.status}")
+            for alert in open_alerts(db, run.id).values() if alert.category != LOST]
+
+
+def run_lost(db: Session, run: Run, reason: str, now: datetime | None = None) -> None:
+    """The lost-run check failed ``run``: a critical ``lost`` alert, opened or escalated."""
+    now = now or datetime.now(UTC)
+    if run.source != "launched" or not rules_of(run.spec).cares(LOST, "critical"):
+        return
+    alert = open_alerts(db, run.id).get((LOST, ""))
+    record = db.scalars(select(FindingRecord).where(
+        FindingRecord.run_id == run.id, FindingRecord.category == LOST)).first()
+    if alert is None:
+        alert = Alert(run_id=run.id, category=LOST, metric_key="", state=OPEN, opened_at=now,
+                      history=[], severity="critical", first_step=run.current_step or 0,
+                      last_step=run.current_step or 0, summary=reason,
+                      evidence={"status": run.status, "last_step": run.current_step or 0},
+                      action=LOST_ACTION, finding_id=record.id if record else None,
+                      updated_at=now)
+        db.add(alert)
+        _history(alert, "opened", "critical", alert.last_step, now)
+        _notify(db, run, [(alert, "opened")], now)
+    elif alert.severity != "critical":
+        alert.severity, alert.summary, alert.updated_at = "critical", reason, now
+        _history(alert, "escalated", "critical", alert.last_step, now)
+        _notify(db, run, [(alert, "escalated")], now)
+
+
+def muted_categories(db: Session, run_id: int) -> set[str]:
+    """Muted categories of a run; "" means the whole run is muted."""
+    return set(db.scalars(select(AlertMute.category).where(AlertMute.run_id == run_id)))
+
+
+def _notify(db: Session, run: Run, events: Sequence[Event], now: datetime) -> None:
+    """One outbox job per destination for everything that changed together on this run."""
+    if not events:
+        return
+    muted = muted_categories(db, run.id)
+    if "" in muted:
+        return
+    events = [(a, e) for a, e in events if a.category not in muted]
+    if not events:
+        return
+    db.flush()  # alert ids
+    base = get_settings().public_url
+    entries = [messages.alert_dict(a, run, e, base, now) for a, e in events]
+    kinds = {e for _, e in events}
+    outbox.enqueue(db, run, kinds.pop() if len(kinds) == 1 else "changes",
+                   [a.id for a, _ in events], messages.run_message(run, entries))
+
+
+def acknowledge(db: Session, alert: Alert, by: str | None = None,
+                now: datetime | None = None) -> None:
+    if alert.acknowledged_at is None:
+        alert.acknowledged_at, alert.acknowledged_by = now or datetime.now(UTC), by
+
+
+def mute(db: Session, run_id: int, category: str = "", by: str | None = None) -> AlertMute:
+    found = db.scalars(select(AlertMute).where(AlertMute.run_id == run_id,
+                                               AlertMute.category == category)).first()
+    if found is None:
+        found = AlertMute(run_id=run_id, category=category, created_by=by,
+                          created_at=datetime.now(UTC))
+        db.add(found)
+        db.flush()
+    return found
+
+
+def unmute(db: Session, run_id: int, category: str = "") -> None:
+    for found in db.scalars(select(AlertMute).where(AlertMute.run_id == run_id,
+                                                    AlertMute.category == category)):
+        db.delete(found)
+
+
+def open_unacknowledged(db: Session) -> int:
+    """What the bell counts."""
+    return db.scalar(select(func.count()).select_from(Alert).where(
+        Alert.state == OPEN, Alert.acknowledged_at.is_(None))) or 0
+
+
+def list_alerts(db: Session, *, state: str = "open", severity: str | None = None,
+                run_id: int | None = None, limit: int = 500) -> Sequence[Alert]:
+    stmt = select(Alert)
+    if state in (OPEN, RESOLVED):
+        stmt = stmt.where(Alert.state == state)
+    if severity:
+        stmt = stmt.where(Alert.severity == severity)
+    if run_id is not None:
+        stmt = stmt.where(Alert.run_id == run_id)
+    return db.scalars(stmt.order_by(Alert.updated_at.desc(), Alert.id.desc()).limit(limit)).all()
+
+
+def mutes_by_run(db: Session, run_ids: Sequence[int]) -> dict[int, set[str]]:
+    found: dict[int, set[str]] = {}
+    if run_ids:
+        for m in db.scalars(select(AlertMute).where(AlertMute.run_id.in_(list(run_ids)))):
+            found.setdefault(m.run_id, set()).add(m.category)
+    return found
+
+
+def send_test(db: Session, now: datetime | None = None) -> int:
+    """A test message to every deployment-wide destination, through the outbox and sender."""
+    now = now or datetime.now(UTC)
+    urls = outbox.deployment_urls(db)
+    outbox.enqueue(db, None, "test", [], messages.test_message(get_settings().public_url, now),
+                   urls=urls)
+    return len(urls)
+
+
+def to_dict(alert: Alert, run_name: str | None, jobs: Sequence[Any],
+            muted: bool = False) -> dict[str, Any]:
+    """The JSON API's view of one alert with its deliveries."""
+    return {"id": alert.id, "run_id": alert.run_id, "run_name": run_name,
+            "category": alert.category, "metric": alert.metric, "severity": alert.severity,
+            "state": alert.state, "first_step": alert.first_step, "last_step": alert.last_step,
+            "summary": alert.summary, "evidence": alert.evidence, "action": alert.action,
+            "history": alert.history, "opened_at": alert.opened_at,
+            "updated_at": alert.updated_at, "resolved_at": alert.resolved_at,
+            "resolved_reason": alert.resolved_reason,
+            "acknowledged_at": alert.acknowledged_at, "acknowledged_by": alert.acknowledged_by,
+            "muted": muted, "finding_id": alert.finding_id, "links": messages.links(alert, ""),
+            "deliveries": [{"id": j.id, "destination": j.destination_key, "event": j.event,
+                            "status": j.status, "attempts": j.attempts,
+                            "last_error": j.last_error, "created_at": j.created_at,
+                            "sent_at": j.sent_at} for j in jobs]}

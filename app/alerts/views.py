@@ -1,0 +1,128 @@
+"""Pages: the bell (every page), ``/alerts`` across runs, ``/settings/alerts``.
+
+Buttons are plain forms that POST and redirect back (no inline scripts, same origin)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy import select
+
+from app.alerts import service
+from app.alerts.api import alert_or_404, alerts_json, who
+from app.alerts.models import AlertConfig, Delivery
+from app.alerts.rules import check_url, privacy, split_urls
+from app.core.config import get_settings
+from app.core.db import SessionDep
+from app.core.templating import templates
+from app.runs.models import Run
+
+router = APIRouter(include_in_schema=False)
+
+STATES = ("open", "resolved", "all")
+SEVERITIES = ("critical", "warning", "info")
+
+
+def _back(target: str | None) -> str:
+    """Only our own alert pages are valid places to return to."""
+    return target if target and target.startswith("/alerts") and "//" not in target else "/alerts"
+
+
+@router.get("/alerts/_bell", response_class=HTMLResponse)
+def bell(request: Request, db: SessionDep) -> Response:
+    return templates.TemplateResponse(request, "alerts/_bell.html",
+                                      {"count": service.open_unacknowledged(db)})
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(request: Request, db: SessionDep, state: str = "open", severity: str = "",
+                run: str = "") -> Response:
+    state = state if state in STATES else "open"
+    severity = severity if severity in SEVERITIES else ""
+    run_id = int(run) if run.isdigit() else None
+    alerts = alerts_json(db, list(service.list_alerts(
+        db, state=state, severity=severity or None, run_id=run_id)))
+    runs = db.execute(select(Run.id, Run.name).order_by(Run.id.desc()).limit(200)).all()
+    mutes = service.mutes_by_run(db, [r.id for r in runs])
+    return templates.TemplateResponse(request, "alerts/list.html", {
+        "alerts": alerts, "state": state, "severity": severity, "run_id": run_id,
+        "runs": runs, "mutes": mutes, "here": str(request.url.path) + (
+            f"?{request.url.query}" if request.url.query else "")})
+
+
+@router.post("/alerts/{alert_id}/ack")
+def ack_button(alert_id: int, request: Request, db: SessionDep,
+               next: Annotated[str | None, Form()] = None) -> Response:
+    service.acknowledge(db, alert_or_404(db, alert_id), who(request))
+    db.commit()
+    return RedirectResponse(_back(next), status_code=303)
+
+
+@router.post("/alerts/mute")
+def mute_button(request: Request, db: SessionDep, run_id: Annotated[int, Form(ge=1)],
+                category: Annotated[str, Form(max_length=40, pattern=r"^[a-z_]*$")] = "",
+                muted: Annotated[str, Form()] = "1",
+                next: Annotated[str | None, Form()] = None) -> Response:
+    if db.get(Run, run_id) is not None:
+        if muted == "1":
+            service.mute(db, run_id, category, who(request))
+        else:
+            service.unmute(db, run_id, category)
+        db.commit()
+    return RedirectResponse(_back(next), status_code=303)
+
+
+def _settings_context(db: SessionDep, **extra: Any) -> dict[str, Any]:
+    saved = db.get(AlertConfig, 1)
+    tests = db.scalars(select(Delivery).where(Delivery.event == "test")
+                       .order_by(Delivery.id.desc()).limit(10)).all()
+    return {"env_urls": [privacy(u) for u in split_urls(get_settings().alert_urls)],
+            "saved": "\n".join(saved.urls) if saved else "", "tests": tests,
+            "privacy": privacy, "errors": [], "notice": None, **extra}
+
+
+@router.get("/settings/alerts", response_class=HTMLResponse)
+def settings_page(request: Request, db: SessionDep) -> Response:
+    return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(db))
+
+
+@router.post("/settings/alerts", response_class=HTMLResponse)
+def save_settings(request: Request, db: SessionDep,
+                  urls: Annotated[str, Form(max_length=20_000)] = "") -> Response:
+    wanted = split_urls(urls)
+    errors = [f"line {i}: {problem}" for i, url in enumerate(wanted, 1)
+              if (problem := check_url(url))]
+    if len(wanted) > 20:
+        errors.append("at most 20 destinations")
+    if errors:  # nothing saved; the text comes back as typed
+        return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(
+            db, saved=urls, errors=errors), status_code=422)
+    saved = db.get(AlertConfig, 1) or AlertConfig(id=1, urls=[])
+    saved.urls, saved.updated_at = wanted, datetime.now(UTC)
+    db.add(saved)
+    db.commit()
+    return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(
+        db, notice=f"Saved {len(wanted)} destination(s)."))
+
+
+@router.post("/settings/alerts/test", response_class=HTMLResponse)
+def send_test(request: Request, db: SessionDep) -> Response:
+    sent = service.send_test(db)
+    db.commit()
+    notice = (f"Test alert queued for {sent} destination(s); the scheduler sends it within "
+              "seconds (status below)." if sent else "No destinations configured yet.")
+    return templates.TemplateResponse(request, "alerts/settings.html",
+                                      _settings_context(db, notice=notice))
+
+
+
+
+
+def _bell_seconds() -> float:
+    return max(1.0, get_settings().live_refresh_seconds)
+
+
+templates.env.globals["bell_seconds"] = _bell_seconds
