@@ -111,11 +111,8 @@ class Stack:
     def _wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            dead = [n for n, p in zip(("web", "worker"), self.procs, strict=False)
-                    if p.poll() is not None]
-            if dead:
-                raise RuntimeError(f"{dead} exited during start:\n{self.log('web')}\n"
-                                   f"{self.log('worker')}")
+            if self.named["web"].poll() is not None:  # the latest web process, not an old one
+                raise RuntimeError(f"['web'] exited during start:\n{self.log('web')}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return

@@ -46,7 +46,7 @@ def alerts_json(db: SessionDep, alerts: list[Alert]) -> list[dict[str, Any]]:
 @router.get("")
 def list_alerts(db: SessionDep, state: Literal["open", "resolved", "all"] = "open",
                 severity: Severity | None = None,
-                run_id: Annotated[int | None, Query(ge=1)] = None,
+                run_id: Annotated[int | None, Query(ge=1, lt=2**31)] = None,
                 limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> list[dict[str, Any]]:
     """Alerts newest first, each with its run, category, severity, steps, times, severity
     history and every delivery (status, attempts, last error)."""
@@ -61,7 +61,7 @@ def count(db: SessionDep) -> dict[str, int]:
 
 
 def alert_or_404(db: SessionDep, alert_id: int) -> Alert:
-    alert = db.get(Alert, alert_id)
+    alert = db.get(Alert, alert_id) if 0 < alert_id < 2**31 else None  # ids a column holds
     if alert is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"alert {alert_id} not found")
     return alert
@@ -77,7 +77,7 @@ def acknowledge(alert_id: int, request: Request, db: SessionDep) -> dict[str, An
 
 
 class MuteIn(BaseModel):
-    run_id: int = Field(ge=1)
+    run_id: int = Field(ge=1, lt=2**31)
     category: str = Field("", max_length=40, pattern=r"^[a-z_]*$",
                           description="a finding category; empty mutes the whole run")
     muted: bool = True

@@ -42,7 +42,7 @@ def alerts_page(request: Request, db: SessionDep, state: str = "open", severity:
                 run: str = "") -> Response:
     state = state if state in STATES else "open"
     severity = severity if severity in SEVERITIES else ""
-    run_id = int(run) if run.isdigit() else None
+    run_id = int(run) if run.isascii() and run.isdigit() and 0 < int(run) < 2**31 else None
     alerts = alerts_json(db, list(service.list_alerts(
         db, state=state, severity=severity or None, run_id=run_id)))
     runs = db.execute(select(Run.id, Run.name).order_by(Run.id.desc()).limit(200)).all()
@@ -62,7 +62,7 @@ def ack_button(alert_id: int, request: Request, db: SessionDep,
 
 
 @router.post("/alerts/mute")
-def mute_button(request: Request, db: SessionDep, run_id: Annotated[int, Form(ge=1)],
+def mute_button(request: Request, db: SessionDep, run_id: Annotated[int, Form(ge=1, lt=2**31)],
                 category: Annotated[str, Form(max_length=40, pattern=r"^[a-z_]*$")] = "",
                 muted: Annotated[str, Form()] = "1",
                 next: Annotated[str | None, Form()] = None) -> Response:

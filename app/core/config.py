@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     broker_visibility_seconds: float = Field(
         600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
         "after this long (a redelivered run that was already claimed is dropped by the claim)")
+    web_health_url: str | None = Field(
+        None, description="where the scheduler checks that the web app answers (the lost-run "
+        "check pauses while it does not); defaults to public_url")
     alert_urls: str = Field(
         "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
         "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")

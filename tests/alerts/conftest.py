@@ -47,4 +47,4 @@ def alert_env(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 def client(app_db: str, alert_env) -> TestClient:  # type: ignore[no-untyped-def]
     from app.main import create_app
 
-    return TestClient(create_app())
+    return TestClient(create_app(), base_url="http://127.0.0.1")  # development mode: loopback

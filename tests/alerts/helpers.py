@@ -18,13 +18,14 @@ SPEC = {"name": "alert-run", "model": "builtin:tiny-random", "dataset": "builtin
 
 
 def start_run(client: TestClient, **spec: Any) -> tuple[int, dict[str, str]]:
+    """A run claimed as a worker claims it: (id, the run token's headers)."""
     with get_sessionmaker()() as db:
-        run, token = service.create_run(db, spec=RunSpec.model_validate({**SPEC, **spec}))
+        run, ticket = service.create_run(db, spec=RunSpec.model_validate({**SPEC, **spec}))
         db.commit()
-    headers = {"Authorization": f"Bearer {token}"}
-    reply = client.post(f"/api/runs/{run.id}/started", json={"pid": 1}, headers=headers)
+    reply = client.post(f"/api/runs/{run.id}/claim", json={"pid": 1},
+                        headers={"Authorization": f"Bearer {ticket}"})
     assert reply.status_code == 200, reply.text
-    return run.id, headers
+    return run.id, {"Authorization": f"Bearer {reply.json()['token']}"}
 
 
 def zero_spread(steps: range) -> list[dict[str, Any]]:

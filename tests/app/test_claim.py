@@ -53,13 +53,16 @@ def test_a_cancelled_queued_run_cannot_be_claimed(client: TestClient) -> None:
 
 def test_the_token_is_revoked_when_the_run_ends(client: TestClient) -> None:
     run_id, headers = running_run(client)
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                json={"rows": [{"step": 1, "metrics": {"reward": 0.5}}]})
     done = client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
     assert done.json()["status"] == "succeeded"
     late = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
                        json={"rows": [{"step": 9, "metrics": {"reward": 1.0}}]})
     assert late.status_code == 401
     assert client.get(f"/api/runs/{run_id}/control", headers=headers).status_code == 401
-    assert "reward" not in client.get(f"/api/runs/{run_id}/metrics").json()
+    assert client.get(f"/api/runs/{run_id}/metrics").json() == {
+        "reward": {"steps": [1], "values": [0.5]}}  # the late step 9 was not stored
 
 
 def test_a_run_that_never_reported_is_failed_within_the_bound(client: TestClient) -> None:

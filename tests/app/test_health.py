@@ -72,10 +72,12 @@ def test_zero_spread_run_is_flagged_as_batches_arrive(client: TestClient) -> Non
 @pytest.mark.one_backend
 def test_healthy_run_stays_healthy(client: TestClient) -> None:
     run_id, headers = running_run(client)
-    post(client, run_id, headers, rows(range(1, 81), **HEALTHY,
-                                       entropy=lambda s: 1.0 - s / 1000))
+    batch = rows(range(1, 81), **HEALTHY, entropy=lambda s: 1.0 - s / 1000)
+    for start in range(0, 80, 10):  # the way a worker sends them: small batches
+        post(client, run_id, headers, batch[start:start + 10])
     body = findings(client, run_id, include_resolved=True)
-    assert body == {"run_id": run_id, "verdict": "healthy", "findings": []}
+    assert body == {"run_id": run_id, "verdict": "healthy", "verdict_text": "healthy",
+                    "findings": []}
     page = html(client.get(f"/runs/{run_id}").text)
     assert page.select("details.finding") == []
     assert page.select_one("#run-verdict").get_text(strip=True) == "healthy"
@@ -91,7 +93,12 @@ def test_a_finding_opens_resolves_and_reopens(client: TestClient) -> None:
         assert len(matches) <= 1  # one record per (category, metric), reused when it reopens
         return matches[0] if matches else None
 
-    post(client, run_id, headers, rows(range(1, 41), **ZERO_SPREAD))
+    def send(steps: range, **series) -> None:  # type: ignore[no-untyped-def]
+        batch = rows(steps, **series)
+        for start in range(0, len(batch), 5):  # the way a worker sends them: small batches
+            post(client, run_id, headers, batch[start:start + 5])
+
+    send(range(1, 41), **ZERO_SPREAD)
     opened = zero_spread()
     assert opened and opened["active"] and opened["severity"] == "critical"
     assert findings(client, run_id)["verdict"] == "critical"
@@ -99,7 +106,10 @@ def test_a_finding_opens_resolves_and_reopens(client: TestClient) -> None:
     assert "resolved" not in element["class"] and element.has_attr("open")
     assert verdict_on_page(client, run_id) == "critical"
 
-    post(client, run_id, headers, rows(range(41, 121), **HEALTHY))  # the groups spread again
+    send(range(41, 46), **HEALTHY)  # the groups spread again: one batch is not enough...
+    held = zero_spread()
+    assert held and held["active"] and findings(client, run_id)["verdict"] == "critical"
+    send(range(46, 121), **HEALTHY)  # ...but held long enough, it resolves
     resolved = zero_spread()
     assert resolved and resolved["active"] is False
     active = findings(client, run_id)
@@ -110,7 +120,7 @@ def test_a_finding_opens_resolves_and_reopens(client: TestClient) -> None:
     assert "resolved" in element.select_one("summary .muted").get_text()
     assert verdict_on_page(client, run_id) == active["verdict"]
 
-    post(client, run_id, headers, rows(range(121, 201), **ZERO_SPREAD))  # and collapse again
+    send(range(121, 201), **ZERO_SPREAD)  # and collapse again (held long enough to confirm)
     reopened = zero_spread()
     assert reopened and reopened["active"] and reopened["first_step"] > 120  # a new episode
     assert reopened["last_step"] == 200 and findings(client, run_id)["verdict"] == "critical"
@@ -146,9 +156,10 @@ def test_nan_grad_norm_alone_trips_the_guard_rail(client: TestClient) -> None:
 @pytest.mark.one_backend
 def test_a_warning_does_not_trip_the_guard_rail(client: TestClient) -> None:
     run_id, headers = running_run(client, stop_on_critical=True)
-    reply = post(client, run_id, headers, rows(range(1, 4), reward="nan", loss=0.01,
-                                               grad_norm=1.0))
-    assert reply["stop"] is False  # a non-finite reward is a warning, not a broken optimiser
+    replies = [post(client, run_id, headers, rows(steps, reward="nan", loss=0.01, grad_norm=1.0))
+               for steps in (range(1, 4), range(4, 7), range(7, 10), range(10, 13))]
+    # a non-finite reward is a warning, not a broken optimiser: no stop even once confirmed
+    assert not any(r["stop"] or r["reason"] for r in replies)
     body = findings(client, run_id)
     assert body["verdict"] == "warning"
     assert [(f["category"], f["metric"]) for f in body["findings"]] == [

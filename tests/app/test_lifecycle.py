@@ -4,6 +4,8 @@ sequences (hypothesis) never reach an illegal state."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -112,18 +114,23 @@ EVENTS = st.one_of(
     st.tuples(st.just("finish"), st.sampled_from([0, 1, -9, 137])),
     st.tuples(st.just("fail")),
     st.tuples(st.just("to"), st.sampled_from(sorted(EXPECTED))),
+    st.tuples(st.just("log")),  # the worker reports a training step (not a status change)
 )
 
 
-def expected_target(event: tuple, status: str, cancel_requested: bool) -> str | None:
-    """Where the event should take a run in ``status`` (None: it stays, with no error)."""
+def expected_target(event: tuple, status: str, cancel_requested: bool,
+                    logged: bool = True) -> str | None:
+    """Where the event should take a run in ``status`` (None: it stays, with no error).
+    A clean exit without a single logged step trained nothing anyone can see: failed."""
     kind = event[0]
     if kind == "start":
         return "running"
     if kind == "cancel":
         return "cancelled" if status == "queued" else None
     if kind == "finish":
-        return "cancelled" if cancel_requested else ("succeeded" if event[1] == 0 else "failed")
+        if cancel_requested:
+            return "cancelled"
+        return "succeeded" if event[1] == 0 and logged else "failed"
     if kind == "fail":
         return "failed"
     return event[1]
@@ -139,6 +146,8 @@ def apply(run: Run, event: tuple) -> None:
         lifecycle.finish(run, event[1], "boom" if event[1] else None, None)
     elif kind == "fail":
         lifecycle.fail(run, "broker down")
+    elif kind == "log":
+        run.current_step, run.last_step_at = run.current_step + 1, datetime.now(UTC)
     else:
         lifecycle.transition(run, Status(event[1]))
 
@@ -148,9 +157,15 @@ def apply(run: Run, event: tuple) -> None:
 def test_random_event_sequences_never_reach_an_illegal_state(start: str, events: list) -> None:
     run = make(start)
     status, cancel_requested, was_running = start, False, start == "running"
+    logged = False  # whether a training step was reported (ingest sets last_step_at)
     for event in events:
         before = run.status
-        target = expected_target(event, status, cancel_requested)
+        if event[0] == "log":
+            apply(run, event)
+            logged = True
+            assert run.status == status
+            continue
+        target = expected_target(event, status, cancel_requested, logged)
         cancel_of_running = event[0] == "cancel" and status == "running"
         legal = cancel_of_running or (target is not None and target in EXPECTED[status])
         if legal:
@@ -160,6 +175,8 @@ def test_random_event_sequences_never_reach_an_illegal_state(start: str, events:
             else:
                 status = target
                 was_running = was_running or status == "running"
+            if event[:2] == ("finish", 0) and status == "failed":
+                assert run.error == "training ended without logging a single step"
         else:
             with pytest.raises(TransitionError):
                 apply(run, event)

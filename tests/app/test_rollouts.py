@@ -95,16 +95,26 @@ def test_signals_become_metrics_and_feed_diagnostics(client: TestClient, run_wit
     assert degenerate(client, run_id) == {}  # two captured steps, a quarter empty: fine
     silent = [{"step": s, "groups": [
         {"index": g, "prompt": f"P{g}", "completions": [completion(" ", 0.0, 0.0)] * 4}
-        for g in range(4)]} for s in range(3, 9)]  # the policy now answers nothing
-    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
-                        json={"rows": [], "rollouts": silent})
-    assert reply.status_code == 200, reply.text
+        for g in range(4)]} for s in range(3, 21)]  # the policy now answers nothing
+    seen = []
+    for start in range(0, len(silent), 3):  # the way a worker sends them: small batches
+        reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                            json={"rows": [], "rollouts": silent[start:start + 3]})
+        assert reply.status_code == 200, reply.text
+        seen.append(degenerate(client, run_id).get("rollouts/empty_frac"))
+    # shown first as confirming (info), critical only once it held: a blip never escalates
+    assert "info" in seen and seen.index("info") < seen.index("critical"), seen
     assert degenerate(client, run_id) == {"rollouts/empty_frac": "critical",
                                           "rollouts/identical_group_frac": "warning"}
     assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "critical"
     panel = one(client.get(f"/runs/{run_id}").text, "#findings-panel")
     shown = panel.select('details.finding[data-category="degenerate_completions"]')
-    assert len(shown) == 2 and not any("resolved" in d["class"] for d in shown)
+    # one element per category, the worst first; the other metric listed under "Also seen"
+    assert len(shown) == 1 and "resolved" not in shown[0]["class"] and shown[0].has_attr("open")
+    assert shown[0].select_one(".sev").get_text(strip=True) == "critical"
+    also = [li.get_text(" ", strip=True) for li in shown[0].select("ul.also li")]
+    assert len(also) == 1 and also[0].startswith("warning on rollouts/identical_group_frac")
+    assert "(resolved)" not in also[0]
 
 
 def test_resending_a_step_replaces_it(client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]

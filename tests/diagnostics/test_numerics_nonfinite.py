@@ -5,11 +5,14 @@ detector that only reacts to one of them cannot hide behind another."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from app.diagnostics import diagnose
+from app.diagnostics.model import Finding
 from app.health.service import _guard_rail
+from app.health.stability import Memory, advance
 from app.runs.models import Run
 
 N = 30
@@ -31,6 +34,20 @@ def rows(broken: str | None = None, value: float = math.nan, at: tuple[int, ...]
 
 def numerics(d):
     return [f for f in d.findings if f.category == "numerical_instability"]
+
+
+def shown(findings: list[Finding], evaluations: int) -> list[Finding]:
+    """What a live run's page shows after the detectors reported ``findings`` in this many
+    consecutive evaluations, 3 steps apart (the guard rail acts on what is shown)."""
+    out = []
+    for f in findings:
+        memory = Memory()
+        for i in range(evaluations):
+            memory = advance(memory, f.severity, step=N + 3 * i, live=True, new_steps=True,
+                             category=f.category)
+        if memory.shown is not None:
+            out.append(replace(f, severity=memory.shown))
+    return out
 
 
 @pytest.mark.parametrize("metric,severity", [
@@ -63,18 +80,26 @@ def test_a_finite_run_has_no_numerics_finding() -> None:
 def test_nan_grad_norm_alone_stops_a_guarded_run() -> None:
     run = Run(id=1, name="r", status="running", max_steps=N, current_step=N,
               spec={"stop_on_critical": True})
-    _guard_rail(run, diagnose(rows("grad_norm", math.nan)))
-    assert run.cancel_requested_at is not None
+    raw = diagnose(rows("grad_norm", math.nan)).findings
+    stopped = []
+    for evaluations in (1, 2, 3):
+        _guard_rail(run, shown(raw, evaluations))
+        stopped.append(run.cancel_requested_at is not None)
+    assert stopped == [False, False, True]  # only once the critical is confirmed
     assert run.stop_reason == "stopped by diagnostics: grad_norm is nan on 1 logged step " \
                               "(first at step 12)."
 
 
 def test_the_guard_rail_leaves_unguarded_and_warning_runs_alone() -> None:
     unguarded = Run(id=1, name="r", status="running", max_steps=N, current_step=N, spec={})
-    _guard_rail(unguarded, diagnose(rows("grad_norm", math.nan)))
+    critical = shown(diagnose(rows("grad_norm", math.nan)).findings, 3)
+    assert [f.severity for f in critical] == ["critical"]  # confirmed, yet no guard rail asked
+    _guard_rail(unguarded, critical)
     guarded = Run(id=2, name="r", status="running", max_steps=N, current_step=N,
                   spec={"stop_on_critical": True})
-    _guard_rail(guarded, diagnose(rows("kl", math.nan)))  # a warning only
+    warning = shown(diagnose(rows("kl", math.nan)).findings, 3)
+    assert [f.severity for f in warning] == ["warning"]  # confirmed, but a warning only
+    _guard_rail(guarded, warning)
     assert unguarded.cancel_requested_at is None and guarded.cancel_requested_at is None
 
 
