@@ -123,7 +123,8 @@ class Bed:
         workdir = self.root / f"stack-{name}"
         workdir.mkdir()
         url = self.admin.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
-        return Stack(f"{url}/{db}", self.redis.url, workdir, extra_env=ENV).start()
+        return Stack(f"{url}/{db}", self.redis.url, workdir, extra_env=ENV,
+                     scheduler=True).start()
 
     def close(self) -> None:
         self.redis.stop()

@@ -18,16 +18,17 @@ from tests.stack import PrivateRedis, Stack
 
 @contextmanager
 def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None,
-               private_redis: bool = False) -> Iterator[Stack]:
+               private_redis: bool = False, scheduler: bool = False) -> Iterator[Stack]:
     """A started stack of ``kind``; everything it started is stopped and dropped afterwards,
-    also when it fails half-way through starting. ``private_redis``: a redis-server of the
+    also when it fails half-way through starting. ``scheduler``: also run `grpodeck scheduler`
+    (the lost-run check and the alert sender live there). ``private_redis``: a redis-server of the
     stack's own (for drills that restart it) instead of db 9 of the shared one (each stack has
     its own queue there, so stacks never take each other's tasks)."""
     with ExitStack() as cleanup:
         if kind == "embedded":
             live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}",
                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir,
-                         extra_env=extra_env or {})
+                         extra_env=extra_env or {}, scheduler=scheduler)
         else:
             database = cleanup.enter_context(postgres_database("grpodeck_it"))
             broker_url = "redis://127.0.0.1:6379/9"
@@ -35,7 +36,8 @@ def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None
                 broker = PrivateRedis(workdir / "redis").start()
                 cleanup.callback(broker.stop)
                 broker_url = broker.url
-            live = Stack(database, broker_url, workdir, extra_env=extra_env or {})
+            live = Stack(database, broker_url, workdir, extra_env=extra_env or {},
+                         scheduler=scheduler)
         cleanup.callback(live.stop)  # registered before start: runs even when start() fails
         yield live.start()
 

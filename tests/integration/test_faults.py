@@ -33,7 +33,7 @@ OUTAGE_S = 25
 def faulty(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[Stack]:
     with live_stack(request.param, tmp_path_factory.mktemp(f"faults-{request.param}"),
-                    FAULT_ENV, private_redis=True) as live:
+                    FAULT_ENV, private_redis=True, scheduler=True) as live:
         yield live
 
 
