@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from app.core.config import ROOT
 from tests.stack import Stack
@@ -24,3 +27,14 @@ class LoggedInStack(Stack):
                    stdin=PASSWORD + "\n")
         assert made.returncode == 0, made.stderr
         return super().start()
+
+
+@contextmanager
+def locked_stack(workdir: Path) -> Iterator[Stack]:
+    """A started logged-in stack on SQLite, stopped afterwards whatever happened."""
+    stack = LoggedInStack(f"sqlite:///{workdir / 'grpodeck.db'}",
+                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir).start()
+    try:
+        yield stack
+    finally:
+        stack.stop()

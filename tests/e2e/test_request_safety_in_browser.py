@@ -20,7 +20,7 @@ from playwright.sync_api import ConsoleMessage, Page, expect
 
 from tests.app.test_rollouts import step_payload
 from tests.e2e.test_rollouts_in_browser import reporting_run
-from tests.locked_stack import ADMIN, PASSWORD, LoggedInStack
+from tests.locked_stack import ADMIN, PASSWORD, locked_stack
 from tests.stack import Stack, free_port
 
 TRAINER_STATE = json.dumps({"global_step": 2, "log_history": [
@@ -185,13 +185,8 @@ def test_every_page_works_under_the_content_security_policy(page: Page, live: St
 
 @pytest.fixture(scope="module")
 def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("locked-e2e")
-    stack = LoggedInStack(f"sqlite:///{workdir / 'grpodeck.db'}",
-                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir).start()
-    try:
+    with locked_stack(tmp_path_factory.mktemp("locked-e2e")) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def test_log_in_make_an_api_key_and_log_out(page: Page, locked: Stack) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from app.core.config import ROOT
-from tests.locked_stack import ADMIN, PASSWORD, LoggedInStack, cli
+from tests.locked_stack import ADMIN, PASSWORD, cli, locked_stack
 from tests.stack import Stack, free_port
 
 SPEC = {"name": "keyed", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
@@ -27,13 +27,8 @@ SPEC = {"name": "keyed", "model": "builtin:tiny-random", "dataset": "builtin:sho
 
 @pytest.fixture(scope="module")
 def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("locked")
-    stack = LoggedInStack(f"sqlite:///{workdir / 'grpodeck.db'}",
-                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir).start()
-    try:
+    with locked_stack(tmp_path_factory.mktemp("locked")) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def test_cli_launch_sends_the_api_key_and_the_worker_reports_with_its_run_token(
