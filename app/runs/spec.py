@@ -57,35 +57,36 @@ def run_name(v: str) -> str:
     return v
 
 
+def _reference(v: str, kind: str, builtins: dict[str, str], is_local, root) -> str | None:  # type: ignore[no-untyped-def]
+    """A built-in, a local name confined to its directory, or a hub id; None if none of them.
+    Local references are resolved without reading anything and refused in the same words
+    whether the path exists or not: whether it exists is for the worker (bug 4)."""
+    if v.startswith("builtin:"):
+        if v not in builtins:
+            raise ValueError(f"unknown built-in {kind}; known: {', '.join(builtins)}")
+        return v
+    if is_local(v):
+        confine(v, root, kind)
+        return v
+    return v if is_hub_id(v) else None
+
+
 def model_reference(v: str) -> str:
     v = v.strip()
-    if v.startswith("builtin:"):
-        if v not in BUILTIN_MODELS:
-            raise ValueError(f"unknown built-in model; known: {', '.join(BUILTIN_MODELS)}")
-        return v
-    if is_local_model(v):
-        confine(v, get_settings().models_dir, "model")  # bug 4: only inside the models directory
-        return v
-    if is_hub_id(v):
-        return v
-    raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
-                     "or a directory (with config.json) in the models directory")
+    found = _reference(v, "model", BUILTIN_MODELS, is_local_model, get_settings().models_dir)
+    if found is None:
+        raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
+                         "or a directory (with config.json) in the models directory")
+    return found
 
 
 def dataset_reference(v: str) -> str:
     v = v.strip()
-    if v.startswith("builtin:"):
-        if v not in BUILTIN_DATASETS:
-            raise ValueError(f"unknown built-in dataset; known: {', '.join(BUILTIN_DATASETS)}")
-        return v
-    if is_local_dataset(v):
-        # Resolved (`..`, symlinks) without reading anything, and worded the same whether the
-        # path exists or not: whether it exists is for the worker, the host that reads it.
-        confine(v, get_settings().datasets_dir, "dataset")
-        return v
-    if is_hub_id(v):
-        return v
-    raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+    found = _reference(v, "dataset", BUILTIN_DATASETS, is_local_dataset,
+                       get_settings().datasets_dir)
+    if found is None:
+        raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+    return found
 
 
 def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,

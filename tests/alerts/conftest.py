@@ -8,19 +8,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core import config as config_module
-from tests.alerts.receivers import HttpReceiver, start_http, start_smtp
+from tests.alerts.receivers import HttpReceiver, running_receiver, start_smtp
 
 
 @pytest.fixture
 def receiver() -> Iterator[HttpReceiver]:
-    box = HttpReceiver()
-    server = start_http(box)
-    try:
+    with running_receiver() as box:
         yield box
-    finally:
-        box.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,3 +114,17 @@ def start_smtp() -> tuple[Controller, Mailbox]:
     controller = Controller(box, hostname="127.0.0.1", port=free_port())
     controller.start()
     return controller, box
+
+
+@contextmanager
+def running_receiver(hang: set[str] | None = None) -> Iterator[HttpReceiver]:
+    """A loopback HTTP receiver for the duration of the block (``hang``: paths never answered
+    until it closes)."""
+    box = HttpReceiver(hang=hang or set())
+    server = start_http(box)
+    try:
+        yield box
+    finally:
+        box.release.set()
+        server.shutdown()
+        server.server_close()

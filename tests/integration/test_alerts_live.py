@@ -20,21 +20,15 @@ import pytest
 from app.core import config as config_module
 from app.core import db as db_module
 from tests.alerts.helpers import SPEC, zero_spread
-from tests.alerts.receivers import HttpReceiver, start_http
+from tests.alerts.receivers import HttpReceiver, running_receiver
 from tests.integration.test_runs_end_to_end import TINY
 from tests.stack import Stack
 
 
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[HttpReceiver]:
-    box = HttpReceiver(hang={"/hung"})
-    server = start_http(box)
-    try:
+    with running_receiver(hang={"/hung"}) as box:
         yield box
-    finally:
-        box.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
