@@ -182,7 +182,7 @@ def _database(backend: str, tmp: Path) -> tuple[str, str | None]:
 def _register_runs(n: int) -> list[tuple[int, str]]:
     from app.core import config, db
     from app.runs import service
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
     for cached in (config.get_settings, db.get_engine, db.get_sessionmaker):
         cached.cache_clear()

@@ -26,8 +26,8 @@ def main(n_steps: int) -> None:
     from app.core.db import get_sessionmaker
     from app.metrics.ingest import ingest
     from app.runs import service
-    from app.runs.spec import RunSpec
     from app.runs.views import _charts_context
+    from grpodeck.contract.spec import RunSpec
 
     names = ["reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "loss", "grad_norm",
              "learning_rate", "completions/mean_length", "completions/min_length",

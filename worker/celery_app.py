@@ -1,4 +1,4 @@
-"""The Celery app, configured from the same settings as the web app.
+"""The worker's Celery app, configured from the worker's settings (same environment as the web).
 
 acks_late + prefetch 1: a worker holds one run at a time and a crashed worker's run is not
 silently lost from the queue: ``task_reject_on_worker_lost`` requeues the message when a pool
@@ -12,26 +12,17 @@ the HTTP report API.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from celery import Celery
 
-from app.core.config import get_settings
-
-
-def _private_sqlite_file(broker_url: str) -> None:
-    """The embedded broker's file holds task messages: readable by its owner only."""
-    path = Path(broker_url.split("///", 1)[1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600, exist_ok=True)
-    path.chmod(0o600)
+from grpodeck.contract.tasks import private_broker_file
+from worker.settings import get_settings
 
 
 def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) -> Celery:
     options: dict[str, float] = {}
-    if broker_url.startswith("sqla+sqlite"):
-        _private_sqlite_file(broker_url)
-    elif broker_url.startswith(("redis", "rediss")):
+    private_broker_file(broker_url)
+    if broker_url.startswith(("redis", "rediss")):
         options["visibility_timeout"] = visibility_seconds
     app = Celery("grpodeck", broker=broker_url, include=["worker.tasks"])
     app.conf.update(
@@ -51,7 +42,7 @@ def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) 
 
 @lru_cache
 def celery_for(broker_url: str, queue: str) -> Celery:
-    """One app per broker: the web process sends with it, tests may switch brokers."""
+    """One app per broker (tests may switch brokers)."""
     return make_celery(broker_url, queue, get_settings().broker_visibility_seconds)
 
 

@@ -4,7 +4,8 @@ Claiming trades the single-use ticket from the task message for the run's token.
 arrive (claim, replay, the final status) retry with backoff for up to ``deadline`` seconds
 (tenacity): the web app restarting, or down for a minute at the end of a run, must not lose a
 run's end, but a dead web app must not hang the worker forever either. The control poll is a
-single attempt: a missed poll is simply "no answer yet".
+single attempt: a missed poll is simply "no answer yet". Bodies and replies are the contract's
+(``grpodeck.contract.wire``), the same models the server validates them with.
 """
 
 from __future__ import annotations
@@ -12,7 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from grpodeck.contract.wire import (
+    ClaimOut,
+    ControlOut,
+    FinishedIn,
+    MetricBatch,
+    MetricRow,
+    StartedIn,
+)
 
 # The server says the run is over for this worker: cancelled while queued, already claimed,
 # ended (its token revoked), or gone.
@@ -37,37 +48,39 @@ class RunClient:
         self.deadline = deadline
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
 
-    def _once(self, method: str, path: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _once(self, method: str, path: str, body: BaseModel | None = None) -> dict[str, Any]:
+        json = body.model_dump(mode="json") if body is not None else None
         response = self._http.request(method, f"/api/runs/{self.run_id}/{path}", json=json)
         if response.status_code in OVER:
             raise RunConflict(f"{response.status_code}: {response.text[:300]}")
         response.raise_for_status()
         return response.json()
 
-    def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: BaseModel | None = None) -> dict[str, Any]:
         for attempt in Retrying(retry=retry_if_exception(retryable), reraise=True,
                                 stop=stop_after_delay(self.deadline),
                                 wait=wait_exponential(multiplier=0.5, max=10)):
             with attempt:
-                return self._once(method, path, json)
+                return self._once(method, path, body)
         raise AssertionError("unreachable")
 
     def claim(self, ticket: str, pid: int, host: str) -> str:
         """Start the run; returns its token (kept in memory, handed to the child's environment)."""
         self._http.headers["Authorization"] = f"Bearer {ticket}"
-        reply = self._call("POST", "claim", {"pid": pid, "host": host})
-        self._http.headers["Authorization"] = f"Bearer {reply['token']}"
-        return str(reply["token"])
+        reply = ClaimOut.model_validate(self._call("POST", "claim", StartedIn(pid=pid, host=host)))
+        self._http.headers["Authorization"] = f"Bearer {reply.token}"
+        return reply.token
 
-    def control(self) -> dict[str, Any]:
-        return self._once("GET", "control")
+    def control(self) -> ControlOut:
+        return ControlOut.model_validate(self._once("GET", "control"))
 
     def report(self, rows: list[dict[str, Any]]) -> None:
-        self._call("POST", "metrics", {"rows": rows})
+        self._call("POST", "metrics",
+                   MetricBatch(rows=[MetricRow.model_validate(r) for r in rows]))
 
     def finished(self, returncode: int, error: str | None, traceback_tail: str | None) -> None:
-        self._call("POST", "finished", {"returncode": returncode, "error": error,
-                                        "traceback_tail": traceback_tail})
+        self._call("POST", "finished", FinishedIn(returncode=returncode, error=error,
+                                                  traceback_tail=traceback_tail))
 
     def close(self) -> None:
         self._http.close()

@@ -21,10 +21,11 @@ from typing import Any
 
 from celery import Task
 
-from app.core.config import get_settings
+from grpodeck.contract.tasks import TRAIN_RUN
 from worker import spool
 from worker.celery_app import celery_app
 from worker.run_client import RunClient, RunConflict, retryable
+from worker.settings import get_settings
 from worker.supervise import error_line, kill_group, supervise, tail
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 
@@ -41,7 +42,7 @@ def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str
             "--report-deadline", str(report_deadline)]
 
 
-@celery_app.task(name="grpodeck.train_run", bind=True, max_retries=None)
+@celery_app.task(name=TRAIN_RUN, bind=True, max_retries=None)
 def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
               ticket: str) -> int | None:
     settings = get_settings()
@@ -107,7 +108,7 @@ def _stop_requested(client: RunClient) -> bool:
     """An unreachable web app is not a stop request: keep training, the next poll may succeed.
     A run the server says is over (ended, lost, token revoked) is a stop request."""
     try:
-        return bool(client.control().get("stop"))
+        return client.control().stop
     except RunConflict as exc:
         log.warning("run %s: the server ended this run: %s", client.run_id, exc)
         return True

@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from app.alerts import outbox, service
 from app.alerts.models import Alert
-from app.alerts.rules import privacy
 from app.core.db import SessionDep
 from app.runs.models import Run
 from app.runs.service import get_run
+from grpodeck.contract.alerts import privacy
 
 router = APIRouter(prefix="/api/alerts", tags=["alerts"])
 

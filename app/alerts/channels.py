@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
-from app.alerts.rules import WEBHOOK_PREFIX
+from grpodeck.contract.alerts import WEBHOOK_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,12 @@ from sqlalchemy import select
 from app.alerts import service
 from app.alerts.api import alert_or_404, alerts_json, who
 from app.alerts.models import AlertConfig, Delivery
-from app.alerts.rules import check_url, privacy, split_urls
+from app.alerts.rules import split_urls
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.runs.models import Run
+from grpodeck.contract.alerts import check_url, privacy
 
 router = APIRouter(include_in_schema=False)
 

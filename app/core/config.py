@@ -3,6 +3,8 @@
 The defaults need no server at all: SQLite for data and kombu's SQLAlchemy transport on a
 SQLite file as the Celery broker, so a fresh laptop runs the whole product. Production sets
 ``GRPODECK_DATABASE_URL=postgresql+psycopg://...`` and ``GRPODECK_BROKER_URL=redis://...``.
+The worker reads its own settings (``worker.settings``: runs, models and datasets directories,
+timeouts of a training run) from the same environment.
 """
 
 from __future__ import annotations
@@ -14,34 +16,29 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-ROOT = Path(__file__).resolve().parents[2]
-VAR = ROOT / "var"
+from grpodeck.contract.tasks import DEFAULT_BROKER_URL, DEFAULT_QUEUE, ROOT, VAR
+
+__all__ = ["ROOT", "VAR", "Settings", "get_settings"]  # ROOT and VAR: re-exported for the app
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRPODECK_", env_file=".env", extra="ignore")
 
     database_url: str = f"sqlite:///{VAR / 'grpodeck.db'}"
-    broker_url: str = f"sqla+sqlite:///{VAR / 'broker.db'}"
+    broker_url: str = DEFAULT_BROKER_URL
     database_pool_size: int = Field(
         20, description="PostgreSQL connections kept open per web process; with max_overflow it "
         "should cover the request thread pool (40), or requests queue for a connection")
     database_max_overflow: int = 20
-    queue: str = "grpodeck"
+    queue: str = DEFAULT_QUEUE
     public_url: str = Field(
         "http://127.0.0.1:8000",
         description="where workers reach the web app to report metrics (no DB credentials needed)",
     )
-    runs_dir: Path = VAR / "runs"
     datasets_dir: Path = Field(
         VAR / "datasets", description="the only place local .json/.jsonl datasets are read from; "
         "uploads are stored here")
-    models_dir: Path = Field(VAR / "models", description="the only place local model directories are read from")
     dataset_upload_max_bytes: int = Field(20 * 1024 * 1024, description="largest dataset upload accepted")
-    cancel_grace_seconds: float = Field(
-        30.0, description="after a stop request, how long the trainer may take before it is killed"
-    )
-    control_poll_seconds: float = 1.0
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0
     rollout_max_steps: int = Field(
@@ -70,12 +67,6 @@ class Settings(BaseSettings):
     lost_after_seconds: float = Field(
         120.0, description="a running run whose worker gave no sign of life (claim, heartbeat, "
         "report) for this long, or 3x its usual report interval if longer, is failed as lost")
-    report_deadline_seconds: float = Field(
-        300.0, description="at a run's end, how long the worker keeps retrying to deliver its last "
-        "metrics and final status while the web app is unreachable")
-    broker_visibility_seconds: float = Field(
-        600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
-        "after this long (a redelivered run that was already claimed is dropped by the claim)")
     web_health_url: str | None = Field(
         None, description="where the scheduler checks that the web app answers (the lost-run "
         "check pauses while it does not); defaults to public_url")

@@ -5,13 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-SEVERITIES = ("info", "warning", "critical")
-_RANK = {s: i for i, s in enumerate(SEVERITIES)}
-
-
-def severity_rank(severity: str) -> int:
-    """Order of severities: info < warning < critical."""
-    return _RANK[severity]
+from grpodeck.contract.alerts import SEVERITIES, severity_rank
 
 
 def json_safe(value: object) -> object:
@@ -43,7 +37,7 @@ class Finding:
     metric: str | None = None
 
     def __post_init__(self) -> None:
-        if self.severity not in _RANK:
+        if self.severity not in SEVERITIES:
             raise ValueError(f"unknown severity {self.severity!r}")
         self.first_step, self.last_step = int(self.first_step), int(self.last_step)
 

@@ -6,10 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.metrics.names import Row, normalize_row
-
-# A step is a trainer's global step: two billion is beyond any run, and what a 32-bit integer
-# column holds (the same bound as the report API's).
-MAX_STEP = 2**31
+from grpodeck.contract.limits import MAX_STEP  # the same bound as the report API's
 
 # Keys that describe the trainer, not the policy; they stay out of the metric rows.
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from app.importers.base import MAX_STEP, LogFormatError
-from app.rollouts.signals import render_messages
+from grpodeck.contract.text import clip, completion_text, render_messages
 
-MAX_TEXT_CHARS = 20_000
 STEP_IN_NAME = re.compile(r"completions_(\d+)\.parquet$")
 REQUIRED = ("prompt", "completion", "advantage")
 
@@ -95,9 +94,9 @@ def _read(file: Path) -> list[dict[str, Any]]:
         present = [v for v in comps.values() if v is not None]
         rows.append({
             "step": _step(rec["step"], file),
-            "prompt": render_messages(rec["prompt"])[:MAX_TEXT_CHARS],
+            "prompt": clip(render_messages(rec["prompt"])),
             "completion": {
-                "text": render_messages(rec["completion"], roles=False)[:MAX_TEXT_CHARS],
+                "text": clip(completion_text(rec["completion"])),
                 "rewards": comps, "total": sum(present) if present else None,
                 "advantage": _num(rec["advantage"]), "length": None, "truncated": None}})
     return rows

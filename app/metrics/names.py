@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from app.core.fields import cleaned
+from grpodeck.contract.fields import cleaned
 
 EVAL_PREFIX = "eval_"
 

@@ -11,10 +11,9 @@ from sqlalchemy.orm import Session
 from app.health import service as health
 from app.metrics.ingest import ingest, to_points, upsert_points
 from app.metrics.names import Row, normalize_row
-from app.metrics.schemas import MetricRow
 from app.rollouts import service as rollouts
-from app.rollouts.schemas import RolloutStep
 from app.runs.models import Run
+from grpodeck.contract.wire import MetricRow, RolloutStep
 
 
 def normalized(rows: Sequence[MetricRow]) -> list[Row]:

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from app.core.config import get_settings
 from app.rollouts.models import RolloutGroup
-from app.rollouts.schemas import Group, RolloutStep
 from app.rollouts.signals import group_outcome, step_signals
+from grpodeck.contract.wire import Group, RolloutStep
 
 
 def prompt_key(prompt: str) -> str:

@@ -2,8 +2,7 @@
 
 Pure functions (no DB, no torch): the server turns each captured step into metric rows named
 ``rollouts/*`` so degenerate completions show up in charts and diagnostics even when a run logs
-no entropy. The worker and the parquet importer also use :func:`render_messages` so prompts look
-the same whichever way they arrived.
+no entropy. (How prompts and completions become text is ``grpodeck.contract.text``.)
 
 Definitions (chosen to be robust on tiny or garbled outputs):
   * ``rollouts/identical_group_frac``: share of groups with >= 2 completions whose texts are all
@@ -17,39 +16,9 @@ Definitions (chosen to be robust on tiny or garbled outputs):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
 
 ZERO_SPREAD = 1e-6  # totals closer than this (relative to their scale) count as equal
 WORD_N, CHAR_N, MIN_CHARS = 3, 4, 8
-
-
-def _content_text(content: Any) -> str:
-    """Message content is a string or a list of typed parts (multimodal): keep the text."""
-    if isinstance(content, str):
-        return content
-    if hasattr(content, "tolist"):  # numpy arrays after a parquet round-trip
-        content = content.tolist()
-    if isinstance(content, Sequence):
-        return "".join(p.get("text") or "" for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
-
-
-def render_messages(value: Any, roles: bool = True) -> str:
-    """Plain text of a prompt/completion: strings as-is, chat messages as ``role: content``
-    lines (``roles=False`` joins the contents only, e.g. a single assistant completion)."""
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "tolist"):  # numpy arrays of message dicts (parquet round-trips)
-        value = value.tolist()
-    if isinstance(value, dict):
-        value = [value]
-    if isinstance(value, Sequence):
-        msgs = [m for m in value if isinstance(m, dict)]
-        if roles:
-            return "\n".join(f"{m.get('role', '?')}: {_content_text(m.get('content'))}" for m in msgs)
-        return "".join(_content_text(m.get("content")) for m in msgs)
-    return "" if value is None else str(value)
 
 
 def repetition(text: str) -> float:

@@ -13,7 +13,7 @@ from app.runs import lifecycle, service
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.schemas import LaunchedOut, RunOut
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 

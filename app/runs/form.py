@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.alerts.rules import split_urls
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 REWARD_ROWS = 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",

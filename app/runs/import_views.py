@@ -12,10 +12,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
-from app.core.fields import cleaned
 from app.core.templating import templates
 from app.importers import LogFormatError
 from app.runs.imports import import_log
+from grpodeck.contract.fields import cleaned
 
 router = APIRouter(include_in_schema=False)
 # The whole upload is bounded by GRPODECK_UPLOAD_MAX_BODY_BYTES (app.core.limits) before it is

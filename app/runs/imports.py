@@ -9,15 +9,15 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from app.core.fields import cleaned
 from app.diagnostics import Diagnosis, RunContext, diagnose
 from app.importers import LogFormatError, load_log
 from app.importers.completions import load_completions
 from app.metrics import pipeline
-from app.rollouts.schemas import RolloutStep
 from app.rollouts.signals import step_signals
 from app.runs import service
 from app.runs.models import Run
+from grpodeck.contract.fields import cleaned
+from grpodeck.contract.wire import RolloutStep
 
 
 def locate(path: Path) -> tuple[Path, Path | None]:

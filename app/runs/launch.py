@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from app.runs import launcher, lifecycle, service
 from app.runs.models import Run
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 log = logging.getLogger(__name__)
 

@@ -14,13 +14,10 @@ from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
-from pydantic import BaseModel, Field
 
 from app.core.db import SessionDep
-from app.core.fields import CleanText
 from app.health import service as health
 from app.metrics import pipeline
-from app.metrics.schemas import IngestReply, MetricBatch
 from app.runs import lifecycle
 from app.runs.models import Run
 from app.runs.service import (
@@ -30,6 +27,14 @@ from app.runs.service import (
     get_run_for_update,
     seen,
     token_matches,
+)
+from grpodeck.contract.wire import (
+    ClaimOut,
+    ControlOut,
+    FinishedIn,
+    IngestReply,
+    MetricBatch,
+    StartedIn,
 )
 
 router = APIRouter(prefix="/api/runs", tags=["report"])
@@ -66,27 +71,6 @@ def authorised_run_for_update(run_id: int, db: SessionDep,
 
 RunAuth = Annotated[Run, Depends(authorised_run)]
 RunForUpdate = Annotated[Run, Depends(authorised_run_for_update)]
-
-
-class StartedIn(BaseModel):
-    pid: int | None = Field(None, ge=0, lt=2**31, description="a process id (pid_t)")
-    host: CleanText(255) | None = None
-
-
-class FinishedIn(BaseModel):
-    returncode: int = Field(ge=-(2**31), lt=2**31, description="an exit status or -signal")
-    error: CleanText(16_000) | None = None
-    traceback_tail: CleanText(64_000, keep_tail=True) | None = None
-
-
-class ControlOut(BaseModel):
-    stop: bool
-    reason: str | None = None
-    status: str
-
-
-class ClaimOut(ControlOut):
-    token: str
 
 
 def _control(run: Run) -> ControlOut:

@@ -15,7 +15,7 @@ from app.core.db import begin_write
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
 from app.runs.models import Run
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 
 def hash_token(token: str) -> str:

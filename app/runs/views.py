@@ -26,9 +26,8 @@ from app.runs.form import REWARD_ROWS, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
-from app.runs.spec import RunSpec
-from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS
-from worker.rewards.registry import REWARDS
+from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
+from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(include_in_schema=False)
 

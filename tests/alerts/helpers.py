@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from app.alerts.sender import Sender
 from app.core.db import get_sessionmaker
 from app.runs import service
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 SPEC = {"name": "alert-run", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
         "rewards": [{"name": "length_target", "weight": 1.0, "params": {"target": 20}}],

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.core.db import get_sessionmaker
 from app.runs import service
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 from tests.conftest import tiny_spec
 
 SPEC = tiny_spec(name="api-run", max_steps=5)

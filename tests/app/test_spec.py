@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 
 
 def errors_of(**data) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.runs.spec import (
+from grpodeck.contract.spec import (
     RunSpec,
     check_batch,
     dataset_reference,

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from app.core.db import get_sessionmaker
 from app.health import state_cache
 from app.metrics import pipeline
-from app.metrics.schemas import MetricRow
 from app.runs.models import Run
 from app.runs.service import get_run_for_update
+from grpodeck.contract.wire import MetricRow
 from tests.app.conftest import running_run
 
 

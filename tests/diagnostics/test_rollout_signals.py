@@ -7,7 +7,8 @@ import pytest
 
 from app.diagnostics import diagnose
 from app.diagnostics.state import DiagnosticsState
-from app.rollouts.signals import group_outcome, render_messages, repetition, step_signals
+from app.rollouts.signals import group_outcome, repetition, step_signals
+from grpodeck.contract.text import render_messages
 
 REP, IDENT, EMPTY = "rollouts/repetition", "rollouts/identical_group_frac", "rollouts/empty_frac"
 

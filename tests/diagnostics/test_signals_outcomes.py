@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from app.rollouts.signals import group_outcome, render_messages, repetition, step_signals
+from app.rollouts.signals import group_outcome, repetition, step_signals
+from grpodeck.contract.text import render_messages
 
 REP, IDENT, EMPTY = "rollouts/repetition", "rollouts/identical_group_frac", "rollouts/empty_frac"
 

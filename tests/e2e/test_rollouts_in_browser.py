@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
 from app.runs import service
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 from tests.app.test_rollouts import step_payload
 from tests.stack import Stack
 

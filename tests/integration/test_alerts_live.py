@@ -107,7 +107,7 @@ def test_a_constant_reward_run_alerts_once_and_resolves_when_it_ends(
 def _scripted_run(live: Stack, **spec: object) -> tuple[int, dict[str, str]]:
     from app.core.db import get_sessionmaker
     from app.runs import service
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
     with get_sessionmaker()() as db:
         run, ticket = service.create_run(db, spec=RunSpec.model_validate({**SPEC, **spec}))

@@ -24,7 +24,7 @@ from app.health.models import FindingRecord
 from app.metrics.models import MetricPoint
 from app.runs import service
 from app.runs.models import Run
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 from tests.conftest import migrate
 from tests.stack import free_port
 

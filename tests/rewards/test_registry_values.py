@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from worker.rewards.registry import REWARDS, coerce_params, completion_text
+from grpodeck.contract.catalog import REWARDS, coerce_params
+from grpodeck.contract.text import completion_text
+from worker.rewards import registry
 
 
 def build(name: str, **params: object):
-    reward = REWARDS[name]
-    return reward.build(coerce_params(reward, params))
+    return registry.build(name, coerce_params(REWARDS[name], params))
 
 
 def chat(text: str) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 from worker.training.config import build_grpo_config, grpo_kwargs
 from worker.training.hardware import hardware_kwargs
 

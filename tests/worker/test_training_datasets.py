@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.core import config as config_module
-from app.runs.spec import RunSpec
+from grpodeck.contract.spec import RunSpec
 from worker.training.datasets import drop_long_prompts, load_prompts
 
 

@@ -1,59 +1,20 @@
-"""Reward functions a run can use, by name.
+"""The reward functions behind the names in ``grpodeck.contract.catalog.REWARDS``.
 
-Kept free of torch/transformers imports so the web app can validate a run spec against the
-registry without loading any ML stack. Each reward follows TRL's calling convention:
-``f(prompts, completions, **dataset_columns) -> list[float | None]``.
+The catalog holds what a person picks (names, labels, parameters and their bounds) so the web
+app validates a spec without this module; here each name gets its function. Each follows TRL's
+calling convention: ``f(prompts, completions, **dataset_columns) -> list[float | None]``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from app.rollouts.signals import render_messages
+from grpodeck.contract.catalog import REWARDS
+from grpodeck.contract.text import completion_text
 
 RewardFn = Callable[..., list[float | None]]
-
-
-@dataclass(frozen=True)
-class RewardParam:
-    """One tunable parameter of a reward function, with the bounds the form enforces."""
-
-    name: str
-    kind: type
-    default: Any
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-
-
-# A text parameter (a tag name) is short; numbers must be finite (a NaN target scores nothing).
-MAX_PARAM_TEXT = 200
-
-
-@dataclass(frozen=True)
-class RewardDef:
-    name: str
-    label: str
-    help: str
-    factory: Callable[..., RewardFn]
-    params: tuple[RewardParam, ...] = field(default_factory=tuple)
-
-    def build(self, params: dict[str, Any]) -> RewardFn:
-        """``params`` as ``coerce_params`` returns them: every parameter present (the defaults
-        live in ``RewardParam`` only, so the factories take no defaults of their own)."""
-        fn = self.factory(**params)
-        fn.__name__ = self.name  # TRL logs rewards/<__name__>/mean
-        return fn
-
-
-def completion_text(completion: Any) -> str:
-    """TRL passes plain strings for text datasets and message lists for chat datasets; the
-    reward sees the same text the rollout inspector shows."""
-    return render_messages(completion, roles=False)
 
 
 def _length_target(target: int) -> RewardFn:
@@ -105,66 +66,20 @@ def _debug_raise(after_calls: int) -> RewardFn:
     return reward
 
 
-REWARDS: dict[str, RewardDef] = {
-    d.name: d
-    for d in [
-        RewardDef(
-            "length_target", "Length close to target",
-            "The seed's dummy reward: minus the distance of the completion's length in "
-            "characters from the target, divided by the target.",
-            _length_target,
-            (RewardParam("target", int, 20, "target length in characters", minimum=1,
-                         maximum=1_000_000),),
-        ),
-        RewardDef(
-            "format_tag", "Has <tag>...</tag>",
-            "1 when the completion contains <tag>...</tag>, else 0.",
-            _format_tag,
-            (RewardParam("tag", str, "answer", "tag name"),),
-        ),
-        RewardDef(
-            "exact_answer", "Last number equals answer",
-            "1 when the last number in the completion equals the dataset's 'answer' column.",
-            _exact_answer,
-        ),
-        RewardDef(
-            "constant", "Constant",
-            "Always the same value: no spread, teaches nothing (useful to see a stall).",
-            _constant,
-            (RewardParam("value", float, 0.0, "the reward every completion gets",
-                         minimum=-1e6, maximum=1e6),),
-        ),
-        RewardDef(
-            "debug_raise", "Raise an error (debug)",
-            "Raises after N calls: checks how a failing reward function is reported.",
-            _debug_raise,
-            (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0,
-                         maximum=1_000_000_000),),
-        ),
-    ]
+FACTORIES: dict[str, Callable[..., RewardFn]] = {
+    "length_target": _length_target,
+    "format_tag": _format_tag,
+    "exact_answer": _exact_answer,
+    "constant": _constant,
+    "debug_raise": _debug_raise,
 }
+if set(FACTORIES) != set(REWARDS):  # a name in the catalog without a function, or the reverse
+    raise ImportError(f"reward catalog and functions differ: {sorted(set(FACTORIES) ^ set(REWARDS))}")
 
 
-def coerce_params(reward: RewardDef, params: dict[str, Any]) -> dict[str, Any]:
-    """Fill defaults and convert types; raise ValueError naming the offending parameter."""
-    known = {p.name: p for p in reward.params}
-    unknown = set(params) - set(known)
-    if unknown:
-        raise ValueError(f"unknown parameter(s) for {reward.name}: {', '.join(sorted(unknown))}")
-    out: dict[str, Any] = {}
-    for p in reward.params:
-        raw = params.get(p.name, p.default)
-        try:
-            value = p.kind(raw)
-        except (TypeError, ValueError, OverflowError):  # int(inf) overflows
-            raise ValueError(f"{reward.name}.{p.name} must be a {p.kind.__name__}") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{reward.name}.{p.name} must be a finite number")
-        if isinstance(value, str) and len(value) > MAX_PARAM_TEXT:
-            raise ValueError(f"{reward.name}.{p.name} must be at most {MAX_PARAM_TEXT} characters")
-        if p.minimum is not None and value < p.minimum:
-            raise ValueError(f"{reward.name}.{p.name} must be >= {p.minimum}")
-        if p.maximum is not None and value > p.maximum:
-            raise ValueError(f"{reward.name}.{p.name} must be <= {p.maximum}")
-        out[p.name] = value
-    return out
+def build(name: str, params: dict[str, Any]) -> RewardFn:
+    """The reward ``name`` with ``params`` as ``coerce_params`` returns them (every parameter
+    present: the defaults live in the catalog only, so the factories take none of their own)."""
+    fn = FACTORIES[name](**params)
+    fn.__name__ = name  # TRL logs rewards/<__name__>/mean
+    return fn

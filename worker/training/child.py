@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.catalog import is_local_dataset
+from grpodeck.contract.catalog import is_local_dataset
 
 if TYPE_CHECKING:
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
 log = logging.getLogger("worker.training")
 
@@ -65,7 +65,7 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
 
     ``batch_rows``/``flush_seconds`` tune metric reporting; ``report_deadline`` bounds how long
     the end of the run waits for an unreachable server (see ``MetricsReporter``)."""
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
     if not isinstance(spec, RunSpec):
         spec = RunSpec.model_validate(spec)
@@ -76,7 +76,7 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
            batch_rows: int, flush_seconds: float, report_deadline: float) -> None:
-    from worker.rewards.registry import REWARDS
+    from worker.rewards.registry import build
     from worker.training.config import build_grpo_config
     from worker.training.datasets import drop_long_prompts, load_prompts
     from worker.training.hardware import describe
@@ -92,7 +92,7 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     train_ds = drop_long_prompts(train_ds, tokenizer, spec.max_prompt_length)
     if eval_ds is not None:
         eval_ds = drop_long_prompts(eval_ds, tokenizer, spec.max_prompt_length)
-    reward_funcs = [REWARDS[r.name].build(r.params) for r in spec.rewards]
+    reward_funcs = [build(r.name, r.params) for r in spec.rewards]
     reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
                                flush_seconds=flush_seconds, report_deadline=report_deadline,
                                spool_path=Path(output_dir) / "metrics.jsonl")
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         tie_to_parent(int(os.environ[SUPERVISOR_ENV]), last_words=partial(
             send_unacked, Path(output_dir) / "metrics.jsonl", url, token))
     try:
-        from app.runs.spec import RunSpec
+        from grpodeck.contract.spec import RunSpec
 
         spec = RunSpec.model_validate_json(Path(args.spec).read_text())
         with _empty_working_dir():

@@ -15,7 +15,7 @@ from worker.training.hardware import hardware_kwargs
 if TYPE_CHECKING:
     from trl import GRPOConfig
 
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
 # With an eval split but no eval_steps, evaluate about this many times per run.
 DEFAULT_EVALS_PER_RUN = 4

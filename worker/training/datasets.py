@@ -12,13 +12,14 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from worker.catalog import confine, is_local_dataset
+from grpodeck.contract.catalog import is_local_dataset
+from worker.paths import confine
 
 if TYPE_CHECKING:
     from datasets import Dataset
     from transformers import PreTrainedTokenizerBase
 
-    from app.runs.spec import RunSpec
+    from grpodeck.contract.spec import RunSpec
 
 SHORT_PROMPT_TEMPLATES: tuple[str, ...] = (
     "Describe {} in one sentence.", "Give me a fun fact about {}.", "What is {}?",
@@ -83,9 +84,9 @@ def _builtin(spec: RunSpec) -> tuple[Dataset, Dataset | None]:
 
 def datasets_dir() -> Path:
     """This worker's own datasets directory (``GRPODECK_DATASETS_DIR``), read on every call."""
-    from app.core.config import Settings
+    from worker.settings import WorkerSettings
 
-    return Settings().datasets_dir
+    return WorkerSettings().datasets_dir
 
 
 def local_dataset_path(ref: str) -> Path:

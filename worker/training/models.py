@@ -18,7 +18,8 @@ from pathlib import Path
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from worker.catalog import confine, is_local_model
+from grpodeck.contract.catalog import is_local_model
+from worker.paths import confine
 
 TINY_RANDOM = "builtin:tiny-random"
 SMOLLM2 = "builtin:smollm2-135m-instruct"
@@ -160,9 +161,9 @@ def ensure_builtin(model_ref: str) -> Path:
 
 def models_dir() -> Path:
     """This worker's own models directory (``GRPODECK_MODELS_DIR``), read on every call."""
-    from app.core.config import Settings
+    from worker.settings import WorkerSettings
 
-    return Settings().models_dir
+    return WorkerSettings().models_dir
 
 
 def local_model_path(model_ref: str) -> Path:

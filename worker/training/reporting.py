@@ -23,6 +23,10 @@ Captured rollouts (see ``worker.training.rollouts``) ride in the same batches: t
 ``{"rows": [...], "rollouts": [{"step": int, "groups": [...]}]}`` (the key only when there are
 some). They are flushed with the rows, never spooled, and at most ``MAX_BUFFERED_ROLLOUT_STEPS``
 steps wait during an outage (oldest dropped): they are samples, not the record.
+
+Bodies are built with the contract's ``MetricBatch`` (``grpodeck.contract.wire``), the model the
+server validates them with; a batch it refuses is refused here without the round trip (dropped
+with a warning, as a 422 would be), and the reply is read as ``IngestReply``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 from tenacity import (
     Retrying,
     retry_if_exception,
@@ -44,6 +49,7 @@ from tenacity import (
 )
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from grpodeck.contract.wire import IngestReply, MetricBatch
 from worker import spool
 
 log = logging.getLogger(__name__)
@@ -89,6 +95,16 @@ def _retryable(exc: BaseException) -> bool:
         exc.response.status_code >= 500 or exc.response.status_code == 429)
 
 
+def _reply(response: httpx.Response) -> IngestReply | None:
+    """The server's answer; None when it carries none we can read (then: no stop request)."""
+    if not response.content:
+        return None
+    try:
+        return IngestReply.model_validate(response.json())
+    except ValidationError:
+        return None
+
+
 class MetricsReporter(TrainerCallback):
     """POST metric rows in batches to ``{report_url}/api/runs/{run_id}/metrics``."""
 
@@ -120,17 +136,17 @@ class MetricsReporter(TrainerCallback):
             self._rollouts.append({"step": int(step), "groups": groups})
             del self._rollouts[:-MAX_BUFFERED_ROLLOUT_STEPS]
 
-    def _post(self, rows: list[dict[str, Any]], rollouts: list[dict[str, Any]] | None = None) -> Any:
-        body: dict[str, Any] = {"rows": rows}
-        if rollouts:
-            body["rollouts"] = rollouts
+    def _post(self, rows: list[dict[str, Any]],
+              rollouts: list[dict[str, Any]] | None = None) -> IngestReply | None:
+        body = MetricBatch(rows=rows, rollouts=rollouts or []).model_dump(
+            mode="json", exclude=None if rollouts else {"rollouts"})
         for attempt in Retrying(stop=stop_after_attempt(self.attempts), reraise=True,
                                 wait=wait_exponential(multiplier=0.5, max=4),
                                 retry=retry_if_exception(_retryable)):
             with attempt:
                 response = self._client.post(self.url, json=body)
                 response.raise_for_status()
-                return response.json() if response.content else {}
+                return _reply(response)
         raise AssertionError("unreachable")
 
     def flush(self, control: TrainerControl | None = None, force: bool = False) -> bool:
@@ -144,6 +160,11 @@ class MetricsReporter(TrainerCallback):
             rows, rollouts = self._buffer[:MAX_ROWS_PER_POST], self._rollouts[:]
             try:
                 answer = self._post(rows, rollouts)
+            except ValidationError as exc:  # what the server would refuse with a 422
+                self._invalid(exc, len(rows), len(rollouts))
+                if not self._buffer:
+                    return False
+                continue
             except httpx.HTTPStatusError as exc:
                 if _retryable(exc):
                     return self._failed(exc, now)
@@ -156,7 +177,7 @@ class MetricsReporter(TrainerCallback):
             except (httpx.HTTPError, ValueError) as exc:
                 return self._failed(exc, now)
             self._delivered(len(rows), len(rollouts))
-            if isinstance(answer, dict) and answer.get("stop"):
+            if answer is not None and answer.stop:
                 if not self.stop_requested:
                     log.warning("server asked this run to stop; stopping after this step")
                 self.stop_requested = True
@@ -182,6 +203,14 @@ class MetricsReporter(TrainerCallback):
             n_rows, n_rollouts = len(self._buffer), len(self._rollouts)
         else:
             log.warning("metrics server rejected %d rows (%s); dropping them", n_rows, exc)
+        del self._buffer[:n_rows]
+        del self._rollouts[:n_rollouts]
+        self._ack(n_rows)
+
+    def _invalid(self, exc: ValidationError, n_rows: int, n_rollouts: int) -> None:
+        """A batch outside the wire format: resending would fail forever, so drop it."""
+        log.warning("dropping %d rows the server would refuse: %s", n_rows,
+                    str(exc).splitlines()[0])
         del self._buffer[:n_rows]
         del self._rollouts[:n_rollouts]
         self._ack(n_rows)

@@ -9,7 +9,8 @@ of the latest *train* batch (eval generations also write to ``_logs``). At every
 ``rollout_every``-th training log we hand the first ``rollout_groups`` groups to a sink (the
 ``MetricsReporter``). Capture never breaks training: errors are logged and skipped.
 
-Wire shape of one captured step (also produced by ``app.importers.completions``)::
+Wire shape of one captured step (``grpodeck.contract.wire.RolloutStep``; also produced by
+``app.importers.completions``)::
 
     {"step": int, "groups": [{"index": int, "prompt": str, "completions": [
         {"text": str, "rewards": {name: float|null}, "total": float|null,
@@ -26,11 +27,10 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from app.rollouts.signals import render_messages
+from grpodeck.contract.text import clip, completion_text, render_messages
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT_CHARS = 20_000  # bound payloads: a runaway completion must not make a POST huge
 RolloutSink = Callable[[int, list[dict[str, Any]]], None]
 
 
@@ -56,14 +56,14 @@ def build_groups(batch: dict[str, Any], num_generations: int, max_groups: int,
         for i in rows:
             comps = [_num(batch["rewards"][n][i]) for n in names]
             completions.append({
-                "text": render_messages(batch["completions"][i], roles=False)[:MAX_TEXT_CHARS],
+                "text": clip(completion_text(batch["completions"][i])),
                 "rewards": dict(zip(names, comps, strict=True)),
                 "total": weighted_total(comps, weights),
                 "advantage": _num(batch["advantages"][i]),
                 "length": int(batch["lengths"][i]),
                 "truncated": bool(batch["truncated"][i]),
             })
-        prompt = render_messages(batch["prompts"][g * num_generations])[:MAX_TEXT_CHARS]
+        prompt = clip(render_messages(batch["prompts"][g * num_generations]))
         groups.append({"index": g, "prompt": prompt, "completions": completions})
     return groups
 

@@ -1,7 +1,8 @@
 """The run spec: what a person asks for when launching a GRPO run.
 
 One pydantic model validates the browser form, the JSON API and spec files alike, and is the
-payload the worker receives. Field names follow TRL's ``GRPOConfig`` where TRL has one, so a
+payload the worker receives. It reads no disk and no settings: local model and dataset names are
+checked by their letters here, and against the files by the worker that reads them. Field names follow TRL's ``GRPOConfig`` where TRL has one, so a
 spec reads like the trainer call it becomes.
 """
 
@@ -11,29 +12,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.alerts.rules import AlertRules
-from app.core.config import get_settings
-from app.core.fields import Text, storable
-from worker.catalog import (
+from grpodeck.contract.alerts import AlertRules
+from grpodeck.contract.catalog import (
     BUILTIN_DATASETS,
     BUILTIN_MODELS,
     DEFAULT_DATASET,
     DEFAULT_MODEL,
-    confine,
+    REWARDS,
+    coerce_params,
     is_hub_id,
     is_local_dataset,
     is_local_model,
+    local_reference,
 )
-from worker.rewards.registry import REWARDS, coerce_params
+from grpodeck.contract.fields import Text, storable
+from grpodeck.contract.limits import MAX_BATCH, MAX_PATH, MAX_SEED, MAX_STEPS, MAX_TOKENS
 
-# Upper bounds: what TRL 1.16 and one accelerator can run, so a typo (1e30) is refused at
-# launch instead of breaking the run on the worker. Floats are finite everywhere
-# (``allow_inf_nan=False``): a NaN weight or learning rate trains nothing and loses the run.
-MAX_STEPS = 1_000_000  # a million optimizer steps: months on one GPU
-MAX_TOKENS = 131_072  # the longest context windows of current open models (128k)
-MAX_BATCH = 4_096  # completions per device step; far beyond what one H200 holds in activations
-MAX_SEED = 2**32 - 1  # numpy's seed range (transformers.set_seed seeds numpy too)
-MAX_PATH = 1_024  # a hub id is at most 96 characters; a local path well under PATH_MAX
+# Floats are finite everywhere (``allow_inf_nan=False``): a NaN weight or learning rate trains
+# nothing and loses the run. Upper bounds: ``limits``.
 
 
 # The checks live in plain functions (the validators only call them) so they can be tested,
@@ -57,23 +53,22 @@ def run_name(v: str) -> str:
     return v
 
 
-def _reference(v: str, kind: str, builtins: dict[str, str], is_local, root) -> str | None:  # type: ignore[no-untyped-def]
+def _reference(v: str, kind: str, builtins: dict[str, str], is_local) -> str | None:  # type: ignore[no-untyped-def]
     """A built-in, a local name confined to its directory, or a hub id; None if none of them.
-    Local references are resolved without reading anything and refused in the same words
-    whether the path exists or not: whether it exists is for the worker (bug 4)."""
+    Local references are checked by their letters only and refused in the same words whether
+    the path exists or not: whether it exists is for the worker (bug 4)."""
     if v.startswith("builtin:"):
         if v not in builtins:
             raise ValueError(f"unknown built-in {kind}; known: {', '.join(builtins)}")
         return v
     if is_local(v):
-        confine(v, root, kind)
-        return v
+        return local_reference(v, kind)
     return v if is_hub_id(v) else None
 
 
 def model_reference(v: str) -> str:
     v = v.strip()
-    found = _reference(v, "model", BUILTIN_MODELS, is_local_model, get_settings().models_dir)
+    found = _reference(v, "model", BUILTIN_MODELS, is_local_model)
     if found is None:
         raise ValueError("unknown model: use a built-in, a hub id like Qwen/Qwen2.5-0.5B-Instruct, "
                          "or a directory (with config.json) in the models directory")
@@ -82,8 +77,7 @@ def model_reference(v: str) -> str:
 
 def dataset_reference(v: str) -> str:
     v = v.strip()
-    found = _reference(v, "dataset", BUILTIN_DATASETS, is_local_dataset,
-                       get_settings().datasets_dir)
+    found = _reference(v, "dataset", BUILTIN_DATASETS, is_local_dataset)
     if found is None:
         raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
     return found

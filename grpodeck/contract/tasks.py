@@ -1,0 +1,41 @@
+"""The task message from web to worker, and the deployment defaults both ends share.
+
+The web app sends by name (it never imports the worker); the worker registers its task under the
+same name. The message carries a single-use claim ticket, never the run's token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypedDict
+
+
+TRAIN_RUN = "grpodeck.train_run"
+DEFAULT_QUEUE = "grpodeck"
+
+# A fresh checkout runs with no server at all: data under var/ next to the code, and kombu's
+# SQLAlchemy transport on a SQLite file as the broker (GRPODECK_BROKER_URL=redis://... in
+# production).
+ROOT = Path(__file__).resolve().parents[2]
+VAR = ROOT / "var"
+DEFAULT_BROKER_URL = f"sqla+sqlite:///{VAR / 'broker.db'}"
+
+
+class TrainRunKwargs(TypedDict):
+    """The keyword arguments of the ``TRAIN_RUN`` task."""
+
+    run_id: int
+    spec: dict[str, Any]
+    report_url: str
+    ticket: str
+
+
+def private_broker_file(broker_url: str) -> None:
+    """The embedded (SQLite) broker's file holds task messages: readable by its owner only.
+    Whichever end opens the broker first creates it so."""
+    if not broker_url.startswith("sqla+sqlite"):
+        return
+    path = Path(broker_url.split("///", 1)[1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600, exist_ok=True)
+    path.chmod(0o600)

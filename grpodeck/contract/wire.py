@@ -1,0 +1,83 @@
+"""Bodies of the report API, as both ends see them: the server validates requests with these
+models, and the worker (or any reporting script) builds its requests and reads the replies with
+the same ones, so the two cannot drift apart.
+
+Endpoints (``/api/runs/{id}/...``, bearer: the claim ticket for ``claim``, else the run token):
+``claim`` (``StartedIn`` -> ``ClaimOut``), ``metrics`` (``MetricBatch`` -> ``IngestReply``; an
+empty batch is a heartbeat), ``control`` (-> ``ControlOut``), ``finished`` (``FinishedIn`` ->
+``ControlOut``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from grpodeck.contract.fields import CleanText, FiniteOrNull, Text
+from grpodeck.contract.limits import MAX_ROLLOUT_STEPS, MAX_ROWS, MAX_STEP, MAX_STORED_TEXT
+
+# --- metrics -------------------------------------------------------------------------------------
+# A value may be a number (NaN and +-inf included: JSON's NaN/Infinity, and 1e400, which JSON
+# parsers read as inf, are stored as non-finite points) or a numeric string ("nan", "0.5").
+MetricValue = float | int | Text(1_000) | None
+
+
+class MetricRow(BaseModel):
+    step: int = Field(ge=0, lt=MAX_STEP, description="the trainer's global step, below 2**31")
+    metrics: dict[Text(1_000), MetricValue] = Field(
+        max_length=2_000, description="metric name -> value; names past 200 characters are cut")
+
+
+# --- rollouts (captured groups ride in the metric batches) ----------------------------------------
+class Completion(BaseModel):
+    # What a database cannot store (NUL, lone surrogates) is replaced, and text past
+    # MAX_STORED_TEXT characters is cut (the worker sends at most MAX_TEXT_CHARS).
+    text: CleanText(MAX_STORED_TEXT)
+    rewards: dict[Text(200), FiniteOrNull] = Field(default_factory=dict, max_length=64)
+    total: FiniteOrNull = None
+    advantage: FiniteOrNull = None
+    length: int | None = Field(None, ge=0, lt=MAX_STEP)  # tokens; unknown for imported parquet
+    truncated: bool | None = None
+
+
+class Group(BaseModel):
+    index: int = Field(ge=0, lt=MAX_STEP)
+    prompt: CleanText(MAX_STORED_TEXT)
+    completions: list[Completion] = Field(min_length=1, max_length=512)
+
+
+class RolloutStep(BaseModel):
+    step: int = Field(ge=0, lt=MAX_STEP)
+    groups: list[Group] = Field(max_length=256)
+
+
+class MetricBatch(BaseModel):
+    rows: list[MetricRow] = Field(default_factory=list, max_length=MAX_ROWS)
+    rollouts: list[RolloutStep] = Field(default_factory=list, max_length=MAX_ROLLOUT_STEPS)
+
+
+class IngestReply(BaseModel):
+    accepted: int
+    stop: bool
+    reason: str | None = None
+
+
+# --- the run's life: claim, control, finished ----------------------------------------------------
+class StartedIn(BaseModel):
+    pid: int | None = Field(None, ge=0, lt=2**31, description="a process id (pid_t)")
+    host: CleanText(255) | None = None
+
+
+class FinishedIn(BaseModel):
+    returncode: int = Field(ge=-(2**31), lt=2**31, description="an exit status or -signal")
+    error: CleanText(16_000) | None = None
+    traceback_tail: CleanText(64_000, keep_tail=True) | None = None
+
+
+class ControlOut(BaseModel):
+    stop: bool
+    reason: str | None = None
+    status: str
+
+
+class ClaimOut(ControlOut):
+    token: str

@@ -1,0 +1,41 @@
+"""The worker's own settings (prefix ``GRPODECK_``, like the web app's): what a training host
+needs to know, and nothing about the web app's database. Shared defaults (broker, queue, data
+directories) come from ``grpodeck.contract.tasks`` so both ends agree without importing each other.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from grpodeck.contract.tasks import DEFAULT_BROKER_URL, DEFAULT_QUEUE, VAR
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GRPODECK_", env_file=".env", extra="ignore")
+
+    broker_url: str = DEFAULT_BROKER_URL
+    queue: str = DEFAULT_QUEUE
+    runs_dir: Path = VAR / "runs"
+    datasets_dir: Path = Field(
+        VAR / "datasets", description="the only place local .json/.jsonl datasets are read from")
+    models_dir: Path = Field(VAR / "models",
+                             description="the only place local model directories are read from")
+    cancel_grace_seconds: float = Field(
+        30.0, description="after a stop request, how long the trainer may take before it is killed"
+    )
+    control_poll_seconds: float = 1.0
+    report_deadline_seconds: float = Field(
+        300.0, description="at a run's end, how long the worker keeps retrying to deliver its last "
+        "metrics and final status while the web app is unreachable")
+    broker_visibility_seconds: float = Field(
+        600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
+        "after this long (a redelivered run that was already claimed is dropped by the claim)")
+
+
+@lru_cache
+def get_settings() -> WorkerSettings:
+    return WorkerSettings()
