@@ -11,7 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core import config as config_module
+from grpodeck.contract.catalog import OutsideDirectory
 from tests.app.conftest import SPEC
+from worker.paths import confine
 
 
 @pytest.fixture
@@ -38,30 +40,40 @@ def _launch_error(client: TestClient, field: str, value: str) -> str:
     return error["msg"]
 
 
+def _worker_refusal(ref: str, root: Path, kind: str) -> str:
+    with pytest.raises(OutsideDirectory) as err:
+        confine(ref, root, kind)
+    return f"Value error, {err.value}"  # as pydantic words the same refusal at launch
+
+
 def test_dataset_paths_outside_the_directory_are_refused_alike_whether_they_exist(
         client: TestClient, dirs: Path) -> None:
+    """The web app refuses by the letters (absolute, ``..``); a symlink that leads out is only
+    visible on the disk of the worker that reads it, which refuses it in the same words."""
     datasets = dirs / "datasets"
     (datasets / "out.jsonl").symlink_to(dirs / "outside" / "secret.json")
     (datasets / "dangling.jsonl").symlink_to(dirs / "outside" / "missing.json")
     (datasets / "up").symlink_to(dirs / "outside")
-    existing = [str(dirs / "outside" / "secret.json"), "../outside/secret.json",
-                "out.jsonl", "up/secret.json", "/etc/passwd"]
+    existing = [str(dirs / "outside" / "secret.json"), "../outside/secret.json", "/etc/passwd"]
     missing = [str(dirs / "outside" / "nope.json"), "../outside/nope.json",
-               "dangling.jsonl", "up/nope.json", "/etc/no-such-file-here", "../../x.json"]
+               "/etc/no-such-file-here", "../../x.json"]
     messages = {_launch_error(client, "dataset", ref) for ref in existing + missing}
+    assert client.get("/api/runs").json() == []  # nothing stored, nothing queued
+    linked = ["out.jsonl", "up/secret.json", "dangling.jsonl", "up/nope.json"]
+    messages |= {_worker_refusal(ref, datasets, "dataset") for ref in existing + missing + linked}
     assert len(messages) == 1, messages
     [message] = messages
     assert "datasets directory" in message
     assert "not found" not in message and "exist" not in message and "secret" not in message
-    assert client.get("/api/runs").json() == []  # nothing stored, nothing queued
 
 
 def test_model_paths_outside_the_directory_are_refused_alike_whether_they_exist(
         client: TestClient, dirs: Path) -> None:
     (dirs / "models" / "linked").symlink_to(dirs / "outside" / "model")
     refs = [str(dirs / "outside" / "model"), str(dirs / "outside" / "none"), "../outside/model",
-            "../outside/none", "linked", "/etc", "/no/such/dir"]
+            "../outside/none", "/etc", "/no/such/dir"]
     messages = {_launch_error(client, "model", ref) for ref in refs}
+    messages |= {_worker_refusal(ref, dirs / "models", "model") for ref in [*refs, "linked"]}
     assert len(messages) == 1, messages
     assert "models directory" in messages.pop()
 
@@ -79,9 +91,12 @@ def test_names_inside_the_directories_hub_ids_and_builtins_are_accepted(
     for model, dataset in [("builtin:tiny-random", "builtin:arithmetic"),
                            ("Qwen/Qwen2.5-0.5B-Instruct", "openai/gsm8k"),
                            ("my-model", "not-uploaded-yet.jsonl"),  # existence: the worker says
-                           (str(dirs / "models" / "m"), str(dirs / "datasets" / "sub" / "p.json"))]:
+                           ("sub/m", "sub/p.json"), ("a/../m", "a/../p.json")]:
         response = client.post("/api/runs", json={**SPEC, "model": model, "dataset": dataset})
         assert response.status_code == 201, (model, dataset, response.text)
+    # An absolute path is refused even inside the directory: the web app cannot know where the
+    # worker's directory is, so a spec names things relative to it.
+    assert "datasets directory" in _launch_error(client, "dataset", str(dirs / "datasets" / "p.json"))
 
 
 def _upload(client: TestClient, filename: str, content: str | bytes, **data: str):  # type: ignore[no-untyped-def]
