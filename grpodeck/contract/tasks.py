@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypedDict
 
-
 TRAIN_RUN = "grpodeck.train_run"
 DEFAULT_QUEUE = "grpodeck"
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from app.core import config as config_module
 from grpodeck.contract.spec import RunSpec
 from worker.training.datasets import drop_long_prompts, load_prompts
 
@@ -60,19 +59,21 @@ def test_builtin_rejects_unknown_eval_split() -> None:
 def datasets_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """This worker's datasets directory; ``tmp_path/outside`` holds files it must never read."""
     monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(tmp_path / "datasets"))
-    config_module.get_settings.cache_clear()
     (tmp_path / "datasets").mkdir()
     (tmp_path / "outside").mkdir()
     yield tmp_path / "datasets"
-    config_module.get_settings.cache_clear()
 
 
 def test_local_jsonl_text_prompts_become_chat(datasets_dir: Path) -> None:
     path = datasets_dir / "data.jsonl"
     path.write_text("".join(json.dumps({"prompt": f"Say {i}", "answer": str(i)}) + "\n"
                             for i in range(10)))
-    for ref in ("data.jsonl", str(path)):
-        train, evals = load_prompts(RunSpec(dataset=ref))
+    specs = [RunSpec(dataset=ref) for ref in ("data.jsonl", "./data.jsonl", "x/../data.jsonl")]
+    # An absolute path inside this worker's directory (a spec can only name it relatively, but
+    # the worker's own check is by the path it resolves to).
+    specs.append(RunSpec.model_construct(**{**RunSpec().model_dump(), "dataset": str(path)}))
+    for spec in specs:
+        train, evals = load_prompts(spec)
         assert evals is None and len(train) == 10
         assert train[0]["prompt"] == [{"role": "user", "content": "Say 0"}] and train[0]["answer"] == "0"
     train, evals = load_prompts(RunSpec(dataset="data.jsonl", eval_split="test"))
@@ -114,19 +115,16 @@ def test_worker_refuses_paths_outside_its_own_directory_even_when_the_web_side_i
     assert len(messages) == 1 and "datasets directory" in messages.pop()
 
 
-def test_worker_directory_is_its_own_not_the_web_apps(datasets_dir: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A spec the web app accepted against its directory is refused by a worker configured with
-    another one: the check runs on the host that reads the file."""
+def test_worker_directory_is_its_own_not_the_web_apps(datasets_dir: Path) -> None:
+    """A file the web host has is not this worker's: the check runs on the host that reads it."""
     web_dir = datasets_dir.parent / "web-datasets"
     web_dir.mkdir()
     (web_dir / "p.jsonl").write_text(json.dumps({"prompt": "hi"}) + "\n")
-    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(web_dir))
-    config_module.get_settings.cache_clear()
-    spec = RunSpec(dataset=str(web_dir / "p.jsonl"))  # fine for the web app
-    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(datasets_dir))
-    with pytest.raises(ValueError, match="datasets directory"):
-        load_prompts(spec)
+    with pytest.raises(ValueError, match="not found in this worker's datasets directory"):
+        load_prompts(RunSpec(dataset="p.jsonl"))  # fine for the web app
+    forged = RunSpec.model_construct(**{**RunSpec().model_dump(), "dataset": str(web_dir / "p.jsonl")})
+    with pytest.raises(ValueError, match="must be inside the datasets directory"):
+        load_prompts(forged)
 
 
 def test_drop_long_prompts() -> None:

@@ -155,3 +155,18 @@ def test_the_supervisor_replays_what_the_child_never_delivered(receiver, tmp_pat
     assert [r["step"] for r in receiver.rows] == [1, 2, 3]
     assert replay(client, path) == 0 and [r["step"] for r in receiver.rows] == [1, 2, 3]
     assert json.loads(path.read_text().splitlines()[0]) == {"step": 1, "metrics": {"loss": 1.0}}
+
+
+def test_a_batch_outside_the_wire_format_is_dropped_without_a_post(receiver, tmp_path) -> None:
+    """The reporter builds its body with the server's own schema (grpodeck.contract.wire): what
+    the server would refuse (422) is dropped here, once, and later rows still go out."""
+    args, control = TrainingArguments(output_dir=str(tmp_path), report_to="none"), TrainerControl()
+    spool_path = tmp_path / "metrics.jsonl"
+    rep = MetricsReporter(receiver.url, 7, "t", batch_rows=1, flush_seconds=3600,
+                          spool_path=spool_path)
+    rep.on_log(args, _state(3), control, logs={"x" * 1_001: 1.0})  # a name past the wire's limit
+    assert receiver.requests == [] and rep._buffer == [] and rep.failures == 0
+    assert spool.unacked(spool_path) == []  # refused for good: nothing for the replay either
+    rep.on_log(args, _state(4), control, logs={"loss": 1.0})
+    assert receiver.rows == [{"step": 4, "metrics": {"loss": 1.0}}]
+    rep.close()

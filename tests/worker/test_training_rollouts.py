@@ -96,7 +96,7 @@ def test_build_groups_nan_totals_and_text_cap() -> None:
 def test_reporter_sends_rollouts_with_rows_and_bounds_them(receiver) -> None:
     rep = MetricsReporter(receiver.url, 9, "t")
     for step in range(60):
-        rep.add_rollouts(step, [{"index": 0, "prompt": "p", "completions": []}])
+        rep.add_rollouts(step, [{"index": 0, "prompt": "p", "completions": [{"text": "c"}]}])
     rep.add_rollouts(61, [])  # nothing captured: nothing queued
     assert [r["step"] for r in rep._rollouts] == list(range(10, 60))
     assert rep.flush(force=True)
