@@ -26,7 +26,7 @@ EXPECTED = {  # the readable part of the golden file: what each run is about
     "kl_spikes": ("warning", {"kl_spike"}),
     "kl_single_spike": ("healthy", {"kl_spike"}),
     "kl_offset": ("healthy", {"kl_offset"}),
-    "kl_sudden_growth": ("warning", {"kl_blowup"}),
+    "kl_sudden_growth": ("critical", {"kl_blowup"}),  # sustained: severity.SUSTAINED
     "truncation": ("warning", {"length_explosion"}),
     "length_to_cap": ("warning", {"length_explosion"}),
     "length_collapse": ("critical", {"length_collapse", "reward_collapse", "stalled"}),

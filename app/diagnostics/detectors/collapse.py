@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
@@ -45,3 +46,6 @@ def detect(view: View) -> list[Finding]:
                   "early_reward": r3(base), "drop_in_noise_sigmas": r3(drop / sigma),
                   "expected_drop_sigmas_below": DROP_SIGMA},
         actions=ACTIONS, metric=METRIC)]
+
+
+DETECTORS = (Detector("reward_collapse", (METRIC,), detect),)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, robust_sigma, spearman, tail
 from app.diagnostics.view import View
@@ -36,3 +37,6 @@ def detect(view: View) -> list[Finding]:
                   "eval_drop_in_noise_sigmas": r3(drop), "eval_points": len(e),
                   "expected": "eval reward rising with train reward"},
         actions=ACTIONS, metric="eval_reward")]
+
+
+DETECTORS = (Detector("divergence", ("eval_reward", "reward"), detect),)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
@@ -53,3 +54,6 @@ def detect(view: View) -> list[Finding]:
             evidence={**ev, "expected_ratio_below": BLOWUP_RATIO},
             actions=BLOWUP_ACTIONS, metric=METRIC)]
     return []
+
+
+DETECTORS = (Detector("entropy", (METRIC,), detect),)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.diagnostics.detector import COMPONENTS, Detector
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, spearman, tail
 from app.diagnostics.view import Series, View
@@ -89,3 +90,6 @@ def detect(view: View) -> list[Finding]:
                   "falling": {short(n): fmt(m) for n, m in downs.items()},
                   "persists_to_end": persistent, "min_change": r3(MIN_SHARE * scale)},
         actions=ACTIONS, metric=falling)]
+
+
+DETECTORS = (Detector("hacking", (COMPONENTS, "reward"), detect),)

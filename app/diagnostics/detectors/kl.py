@@ -8,8 +8,8 @@ nothing.
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import early, recent, trend
-from app.diagnostics.history import ISOLATED_MAX_ROWS
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import early, recent, spike_summary, trend
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
 from app.diagnostics.view import View
@@ -20,7 +20,6 @@ GROWTH = 10.0  # recent level an order of magnitude above the early level ...
 FLOOR = 1e-3  # ... where the early level counts as at least this (KL starts at ~0 by design)
 WARN_ABS = 0.5  # per-token KL below this is ordinary drift for GRPO fine-tuning
 CRITICAL_ABS = 5.0  # far from the reference: outputs likely degenerate
-SPIKE_WARN_COUNT = 3  # one or two isolated spikes happen in healthy runs; repeated ones don't
 OFFSET_ABS = 0.3  # KL this high at the very first steps cannot be drift
 OFFSET_BAND = (0.5, 2.0)  # ... and it stays within this factor of its start
 
@@ -34,13 +33,12 @@ OFFSET_ACTIONS = [("Check the reference model is the same checkpoint/adapter as 
                   "policy (e.g. a stage-2 run whose reference is the base model)")]
 
 
-def detect(view: View) -> list[Finding]:
+def _level(view: View) -> list[Finding]:
+    """Blow-up or offset of the spike-free KL level."""
     s, h = view.series(METRIC), view.hist(METRIC)
-    if h is None or not h.gmax:  # missing, or logged as 0 throughout (beta = 0)
+    if h is None or not h.gmax or s is None or len(s) < MIN_PTS:  # beta = 0: nothing logged
         return []
-    out = _spikes(view)
-    if s is None or len(s) < MIN_PTS:
-        return out
+    out: list[Finding] = []
     base, now = med(early(s)), med(recent(s))
     start3 = med(s.values[:3])
     rho, crit = trend(s)
@@ -66,20 +64,16 @@ def detect(view: View) -> list[Finding]:
 
 
 def _spikes(view: View) -> list[Finding]:
-    h = view.hist(METRIC)
-    eps = [e for e in h.all_episodes() if e[2] <= ISOLATED_MAX_ROWS]
-    n = len(eps) + h.n_isolated_closed
-    if n == 0:
+    sp = spike_summary(view, METRIC)
+    if sp is None:
         return []
-    s = view.series(METRIC)
-    typical = med(s.values) if s is not None else float("nan")
-    top = sorted(eps, key=lambda e: -e[3])[:5]
     return [Finding(
-        category="kl_spike", severity="warning" if n >= SPIKE_WARN_COUNT else "info",
-        first_step=eps[0][0] if eps else h.first_step, last_step=eps[-1][1] if eps else h.last_step,
-        summary=(f"{n} isolated KL spike{'s' if n > 1 else ''} (up to {top[0][3]:.3g} at step "
-                 f"{top[0][4]}) against a typical {typical:.3g}"
-                 + (": repeated instability." if n >= SPIKE_WARN_COUNT else "; the level recovered.")),
-        evidence={"spike_count": n, "largest_spikes": [[int(e[4]), r3(e[3])] for e in top],
-                  "typical_kl": r3(typical), "warning_from_count": SPIKE_WARN_COUNT},
-        actions=SPIKE_ACTIONS, metric=METRIC)]
+        category="kl_spike", severity=sp.severity, first_step=sp.first_step,
+        last_step=sp.last_step,
+        summary=sp.text("isolated KL spike") + (": repeated instability."
+                                                if sp.severity == "warning"
+                                                else "; the level recovered."),
+        evidence=sp.evidence(METRIC), actions=SPIKE_ACTIONS, metric=METRIC)]
+
+
+DETECTORS = (Detector("kl_level", (METRIC,), _level), Detector("kl_spikes", (METRIC,), _spikes))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early, improving, recent, task_reward, trend
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
@@ -26,10 +27,6 @@ EXPLOSION_ACTIONS = ["Raise max_completion_length if answers legitimately need m
 COLLAPSE_ACTIONS = ["Inspect rollouts: are completions empty or a bare token?",
                     "Check for a reward that favours short output (length hacking)",
                     "Lower the learning rate"]
-
-
-def detect(view: View) -> list[Finding]:
-    return _truncation(view) + _growth_and_collapse(view)
 
 
 def _truncation(view: View) -> list[Finding]:
@@ -99,3 +96,7 @@ def _growth_and_collapse(view: View) -> list[Finding]:
             evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
             actions=COLLAPSE_ACTIONS, metric=LENGTH)]
     return []
+
+
+DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
+             Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))

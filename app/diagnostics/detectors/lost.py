@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3
@@ -56,3 +57,6 @@ def detect(view: View) -> list[Finding]:
                   "expected_report_interval_s": r3(expected) if expected else None,
                   "warning_after_s": r3(warn)},
         actions=ACTIONS, metric=None)]
+
+
+DETECTORS = (Detector("lost", ("step_time", "reward", "loss"), detect),)

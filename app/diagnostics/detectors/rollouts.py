@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start, tail
 from app.diagnostics.view import View
@@ -65,3 +66,6 @@ def _finding(view: View, sig: Signal) -> Finding | None:
 
 def detect(view: View) -> list[Finding]:
     return [f for f in (_finding(view, sig) for sig in SIGNALS) if f is not None]
+
+
+DETECTORS = (Detector("rollouts", tuple(sig.metric for sig in SIGNALS), detect),)

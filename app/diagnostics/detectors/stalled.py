@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rho_crit, spearman, tail
@@ -45,3 +46,6 @@ def detect(view: View) -> list[Finding]:
                           GAIN_SIGMA, "points": len(w)},
                 actions=ACTIONS, metric=METRIC)]
     return []
+
+
+DETECTORS = (Detector("stalled", (METRIC,), detect),)

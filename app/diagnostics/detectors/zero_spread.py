@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
@@ -66,3 +67,6 @@ def detect(view: View) -> list[Finding]:
         evidence={"frac_reward_zero_std_median": r3(current), "expected_below": HIGH,
                   "kind": kind, **ev},
         actions=ACTIONS[kind], metric=METRIC)]
+
+
+DETECTORS = (Detector("zero_spread", (METRIC, "reward"), detect),)
