@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from app.diagnostics.detector import Detector
-from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.detectors.common import NO_NOISE, early, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
 from app.diagnostics.view import View
@@ -16,6 +16,10 @@ MIN_STEPS = 30
 DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of a smoothed point
 LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
 STAY_FRAC = 0.8  # 80% of recent points sit below the midpoint between best and now
+RECENT_FRAC = 0.15  # "now" = the last 15% of the run: short, so a fresh fall shows quickly
+SMOOTH_DIV = 10  # smoothing window = a tenth of the points (odd, at least SMOOTH_MIN)
+SMOOTH_MIN = 3
+MEDIAN_VAR = 1.57  # variance of a median is ~pi/2 times that of a mean (normal noise)
 
 ACTIONS = ["Find the step where it turned and inspect the rollouts around it",
            "Lower the learning rate; raise beta", "Resume from the best checkpoint",
@@ -26,13 +30,13 @@ def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
         return []
-    k = max(3, (len(s) // 10) | 1)
+    k = max(SMOOTH_MIN, (len(s) // SMOOTH_DIV) | 1)
     smooth = rolling_median(s.values, k)
     ib = int(smooth.argmax())
     best, best_step = float(smooth[ib]), round(s.steps[ib])
-    rec, base = recent(s, 0.15), med(early(s))
+    rec, base = recent(s, RECENT_FRAC), med(early(s))
     now = med(rec)
-    sigma = (noise_sigma(s.values) or 1e-12) * math.sqrt(1.57 / k)  # sd of a k-point median
+    sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
             or drop < LOST_GAIN_FRAC * gained or (rec < best - drop / 2).mean() < STAY_FRAC):

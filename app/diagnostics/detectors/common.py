@@ -14,6 +14,9 @@ EARLY_FRAC = 0.15  # "early baseline" = first 15% of the observed steps ...
 RECENT_FRAC = 0.2  # ... "recent level" = last 20%; both at least MIN_WINDOW_PTS points
 MIN_WINDOW_PTS = 3
 IMPROVE_SIGMA = 1.0  # gain of one noise sigma with a significant rank trend = improving
+MIN_TREND_PTS = 6  # fewer points cannot show a significant rank trend (rho_crit > 0.7)
+SMOOTH_PTS = 3  # rolling-median width that removes single-row noise without hiding a change
+NO_NOISE = 1e-12  # stands in for a zero noise estimate (constant series) in divisions
 
 
 def early(s: Series) -> np.ndarray:
@@ -31,10 +34,10 @@ def trend(s: Series) -> tuple[float, float]:
 
 def improving(s: Series | None) -> bool:
     """Significant upward trend and a recent level at least a noise sigma above early."""
-    if s is None or len(s) < 6:
+    if s is None or len(s) < MIN_TREND_PTS:
         return False
     rho, crit = trend(s)
-    sigma = noise_sigma(s.values) or 1e-12
+    sigma = noise_sigma(s.values) or NO_NOISE
     return rho >= crit and (med(recent(s)) - med(early(s))) >= IMPROVE_SIGMA * sigma
 
 

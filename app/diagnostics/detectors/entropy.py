@@ -17,6 +17,7 @@ COLLAPSE_CRITICAL = 0.1
 BLOWUP_RATIO = 2.0  # doubled entropy ...
 BLOWUP_ABS = 1.0  # ... by at least a nat per token (small entropies double harmlessly)
 BLOWUP_CRITICAL = 4.0
+BLOWUP_STAY = 1.5  # ... and every recent point stays above 1.5x the baseline (no dip back)
 
 COLLAPSE_ACTIONS = ["Inspect rollouts for repetition or a degenerate template (reward hacking?)",
                     "Lower the learning rate", "Raise beta (KL penalty) or add an entropy bonus"]
@@ -43,8 +44,8 @@ def detect(view: View) -> list[Finding]:
                      f"and stays there since step {start}: the policy stopped exploring."),
             evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
             actions=COLLAPSE_ACTIONS, metric=METRIC)]
-    if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > 1.5 * base:
-        start = run_start(s.steps, s.values > 1.5 * base) or s.first
+    if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > BLOWUP_STAY * base:
+        start = run_start(s.steps, s.values > BLOWUP_STAY * base) or s.first
         return [Finding(
             category="entropy_blowup",
             severity="critical" if ratio >= BLOWUP_CRITICAL else "warning",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.diagnostics.detector import COMPONENTS, Detector
+from app.diagnostics.detectors.common import NO_NOISE
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, spearman, tail
 from app.diagnostics.view import Series, View
@@ -21,6 +22,10 @@ EFFECT_SIGMA = 1.0  # the move must also be >= 1 noise sigma (third-to-third med
 MIN_SHARE = 0.05  # ... and >= 5% of the total reward's spread: near-constant components
 #                   (noise ~0) would otherwise make a 0.01 wobble look like many sigmas
 
+THIRD = 1 / 3  # a component's move: last third against first third (medians)
+THIRD_MIN_PTS = 2
+SCALE_PCT = (5, 95)  # the total reward's spread, ignoring its most extreme 5% each side
+
 ACTIONS = ["Inspect rollouts where the rising component scores high: is it a loophole?",
            "Fix the reward function's loophole (tighten regexes, require the real answer)",
            "Weight the task (accuracy) reward higher than the shaping/format reward"]
@@ -28,9 +33,9 @@ ACTIONS = ["Inspect rollouts where the rising component scores high: is it a loo
 
 def _move(s: Series) -> tuple[float, float, float]:
     """(rho, effect in noise sigmas, absolute change) of one component over a window."""
-    sigma = noise_sigma(s.values) or 1e-12
-    third = 1 / 3
-    change = med(tail(s.steps, s.values, third, 2)) - med(head(s.steps, s.values, third, 2))
+    sigma = noise_sigma(s.values) or NO_NOISE
+    change = (med(tail(s.steps, s.values, THIRD, THIRD_MIN_PTS))
+              - med(head(s.steps, s.values, THIRD, THIRD_MIN_PTS)))
     return spearman(s.steps, s.values), change / sigma, change
 
 
@@ -39,8 +44,8 @@ def _scale(view: View, comps: dict[str, Series]) -> float:
     r = view.series("reward")
     vals = r.values if r is not None and len(r) >= MIN_PTS else np.concatenate(
         [s.values for s in comps.values()])
-    lo, hi = np.percentile(vals, [5, 95])
-    return float(hi - lo) or 1e-12
+    lo, hi = np.percentile(vals, SCALE_PCT)
+    return float(hi - lo) or NO_NOISE
 
 
 def detect(view: View) -> list[Finding]:

@@ -22,6 +22,8 @@ WARN_ABS = 0.5  # per-token KL below this is ordinary drift for GRPO fine-tuning
 CRITICAL_ABS = 5.0  # far from the reference: outputs likely degenerate
 OFFSET_ABS = 0.3  # KL this high at the very first steps cannot be drift
 OFFSET_BAND = (0.5, 2.0)  # ... and it stays within this factor of its start
+OFFSET_FIRST_PTS = 3  # "at the first steps" = the median of the first three points
+ONSET_SHARE = 0.5  # a blow-up starts where KL first stays above half of either threshold
 
 BLOWUP_ACTIONS = ["Raise beta (KL penalty)", "Lower the learning rate",
                   "Check clip ratios (clip_ratio/*) and epsilon",
@@ -40,11 +42,11 @@ def _level(view: View) -> list[Finding]:
         return []
     out: list[Finding] = []
     base, now = med(early(s)), med(recent(s))
-    start3 = med(s.values[:3])
+    start3 = med(s.values[:OFFSET_FIRST_PTS])
     rho, crit = trend(s)
     ev = {"early_kl": r3(base), "recent_kl": r3(now)}
     if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rho >= crit:
-        start = run_start(s.steps, s.values >= max(WARN_ABS / 2, GROWTH / 2 * max(base, FLOOR)))
+        start = run_start(s.steps, s.values >= ONSET_SHARE * max(WARN_ABS, GROWTH * max(base, FLOOR)))
         out.append(Finding(
             category="kl_blowup", severity="critical" if now >= CRITICAL_ABS else "warning",
             first_step=start or s.first, last_step=s.last,

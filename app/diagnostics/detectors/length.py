@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from app.diagnostics.detector import Detector
-from app.diagnostics.detectors.common import early, improving, recent, task_reward, trend
+from app.diagnostics.detectors.common import (
+    MIN_TREND_PTS,
+    SMOOTH_PTS,
+    early,
+    improving,
+    recent,
+    task_reward,
+    trend,
+)
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
 from app.diagnostics.view import View
@@ -20,6 +28,8 @@ GROWTH_CAP_WARN = 0.7  # ... and already past 70% of the cap -> warning even if 
 COLLAPSE_RATIO = 0.2  # below a fifth of the early length ...
 COLLAPSE_STAY = 0.35  # ... and never back above 35% of it recently
 COLLAPSE_CRITICAL_TOKENS = 8.0  # almost nothing left to score
+TRUNC_WINDOW = 0.25  # truncation "now" = the last quarter of the run
+GROWTH_ONSET = 1 + (GROWTH - 1) / 2  # growth starts where length first passes halfway there
 
 EXPLOSION_ACTIONS = ["Raise max_completion_length if answers legitimately need more room",
                      "Add a length penalty or reward termination",
@@ -32,10 +42,10 @@ COLLAPSE_ACTIONS = ["Inspect rollouts: are completions empty or a bare token?",
 def _truncation(view: View) -> list[Finding]:
     c, cap = view.series(CLIPPED), view.context.max_completion_length
     if c is not None and len(c) >= MIN_PTS and c.span >= MIN_STEPS:
-        now = med(recent(c, 0.25))
+        now = med(recent(c, TRUNC_WINDOW))
         if now < TRUNC_WARN:
             return []
-        smooth = rolling_median(c.values, 3)
+        smooth = rolling_median(c.values, SMOOTH_PTS)
         start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
         return [Finding(
             category="length_explosion",
@@ -62,7 +72,7 @@ def _truncation(view: View) -> list[Finding]:
 
 def _growth_and_collapse(view: View) -> list[Finding]:
     s = view.series(LENGTH)
-    if s is None or len(s) < 6 or s.span < MIN_STEPS:
+    if s is None or len(s) < MIN_TREND_PTS or s.span < MIN_STEPS:
         return []
     base, now = med(early(s)), med(recent(s))
     if base <= 0:
@@ -75,7 +85,7 @@ def _growth_and_collapse(view: View) -> list[Finding]:
     if ratio >= GROWTH and rho >= crit:
         near_cap = bool(cap) and now >= GROWTH_CAP_WARN * cap
         severity = "warning" if near_cap or not rising_reward else "info"
-        start = run_start(s.steps, s.values >= (1 + (GROWTH - 1) / 2) * base) or s.first
+        start = run_start(s.steps, s.values >= GROWTH_ONSET * base) or s.first
         return [Finding(
             category="length_explosion", severity=severity, first_step=start, last_step=s.last,
             summary=(f"Mean completion length grew {ratio:.1f}x ({base:.0f} -> {now:.0f})"
