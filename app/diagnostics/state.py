@@ -216,10 +216,13 @@ class DiagnosticsState:
 
 
 def _suppress_redundant(findings: list[Finding]) -> list[Finding]:
-    """A saturated run (zero spread, all groups pass) cannot trend upward: drop 'stalled'."""
-    too_easy = any(f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy"
-                   for f in findings)
-    return [f for f in findings if not (too_easy and f.category == "stalled")]
+    """Drop 'stalled' where another finding explains the flat reward better: a saturated run
+    (zero spread, all groups pass) cannot trend upward, and a reward that rose and collapsed
+    from its peak is a collapse (with its onset at the decline), not a stall."""
+    explained = any((f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy")
+                    or (f.category == "reward_collapse" and f.severity != "info")
+                    for f in findings)
+    return [f for f in findings if not (explained and f.category == "stalled")]
 
 
 def diagnose(rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:

@@ -1,18 +1,37 @@
-"""Reward hacking: one reward component rises while another falls over the same window.
+"""Reward hacking: one reward component rises (or sits saturated) while another falls.
 
-Windows all start at the first step and end at increasing fractions of the run, so an
-episode that later recovered (the falling component came back) is still reported, as info;
-a fall that persists to the end of the run is a warning.
+Two passes, whatever the total reward does (up, flat or down):
+  * objective pass: the *objective* is a monitor-only component (weight 0 in
+    ``context.reward_weights``: it is the objective by definition) or, without one, a
+    component named like correctness/accuracy/pass/score/tests/answer. If, over a window that
+    ends now, the objective falls (or goes negative) while another component rises or sits
+    saturated at its maximum, the policy is being paid for something other than the task:
+    a warning, from the step the objective started to fall.
+  * any-pair pass: windows all start at the first step and end at increasing fractions of
+    the run, so an episode that later recovered (the falling component came back) is still
+    reported, as info; a fall that persists to the end of the run is a warning.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
 from app.diagnostics.detector import COMPONENTS, Detector
 from app.diagnostics.detectors.common import NO_NOISE
 from app.diagnostics.model import Finding
-from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, spearman, tail
+from app.diagnostics.stats import (
+    head,
+    med,
+    noise_sigma,
+    r3,
+    rho_crit,
+    rolling_median,
+    run_start,
+    spearman,
+    tail,
+)
 from app.diagnostics.view import Series, View
 
 MIN_PTS = 8
@@ -25,6 +44,15 @@ MIN_SHARE = 0.05  # ... and >= 5% of the total reward's spread: near-constant co
 THIRD = 1 / 3  # a component's move: last third against first third (medians)
 THIRD_MIN_PTS = 2
 SCALE_PCT = (5, 95)  # the total reward's spread, ignoring its most extreme 5% each side
+
+# Objective pass
+OBJECTIVE_NAME = re.compile(r"correct|accura|(^|_)acc(_|$)|pass|score|test|answer|solve|exact",
+                            re.IGNORECASE)  # names that say "the task was done"
+START_FRACS = (0.0, 0.25, 0.5)  # windows from here to the end: a late fall is not diluted
+SATURATED_SHARE = 0.1  # "sits saturated": recent level within 10% of its range from its max
+ONSET_SHARE = 0.2  # the fall starts where the objective first stays 20% of the way down
+PERSIST_PTS = 4  # ... and stays down for at least this many logged points
+SMOOTH_DIV = 10  # onset smoothing window = a tenth of the points (odd, at least 3)
 
 ACTIONS = ["Inspect rollouts where the rising component scores high: is it a loophole?",
            "Fix the reward function's loophole (tighten regexes, require the real answer)",
@@ -48,6 +76,84 @@ def _scale(view: View, comps: dict[str, Series]) -> float:
     return float(hi - lo) or NO_NOISE
 
 
+def _short(name: str) -> str:
+    return name.split("/")[1]
+
+
+def objectives(view: View, names: list[str]) -> list[str]:
+    """Monitor-only components (weight 0) if the run has any, else correctness-like names."""
+    weights = view.context.reward_weights or {}
+    monitor = [n for n in names if weights.get(_short(n)) == 0]
+    return monitor or [n for n in names if OBJECTIVE_NAME.search(_short(n))]
+
+
+def _falls(w: Series, scale: float) -> bool:
+    """Significant fall over the window: a rank trend and a noise sigma down, and either a
+    real share of the reward's spread or a crossing from non-negative to below zero."""
+    rho, eff, ch = _move(w)
+    if rho > -rho_crit(len(w)) or eff > -EFFECT_SIGMA:
+        return False
+    crossed = (med(head(w.steps, w.values, THIRD, THIRD_MIN_PTS)) >= 0
+               > med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS)))
+    return -ch >= MIN_SHARE * scale or crossed
+
+
+def _rises_or_saturated(w: Series, full: Series, scale: float) -> str | None:
+    rho, eff, ch = _move(w)
+    if rho >= rho_crit(len(w)) and eff >= EFFECT_SIGMA and ch >= MIN_SHARE * scale:
+        return "rises"
+    lo, hi = float(full.values.min()), float(full.values.max())
+    now = med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS))
+    if hi > lo and now >= hi - SATURATED_SHARE * (hi - lo) and eff > -EFFECT_SIGMA:
+        return "sits saturated"
+    return None
+
+
+def _onset(w: Series) -> int:
+    """First step of the trailing stretch where the smoothed objective stays ONSET_SHARE of
+    the way down from its window start to its level now."""
+    k = max(3, (len(w) // SMOOTH_DIV) | 1)
+    smooth = rolling_median(w.values, k)
+    top = float(smooth[: max(k, len(w) // 4)].max())
+    now = med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS))
+    return run_start(w.steps, smooth <= top - ONSET_SHARE * (top - now)) or round(w.steps[0])
+
+
+def _objective_pass(view: View, comps: dict[str, Series], scale: float) -> list[Finding]:
+    for obj in objectives(view, sorted(comps)):
+        o = comps[obj]
+        for frac in START_FRACS:
+            w = o.between(o.steps[0] + frac * o.span, o.steps[-1])
+            if len(w) < MIN_PTS or w.span < MIN_STEPS or not _falls(w, scale):
+                continue
+            proxies = {n: how for n, s in comps.items() if n != obj and (
+                how := _rises_or_saturated(s.between(w.steps[0], w.steps[-1]), s, scale))}
+            if not proxies:
+                continue
+            start = _onset(w)
+            if int((w.steps >= start).sum()) < PERSIST_PTS:
+                continue  # a fall in the last couple of points is not yet a pattern
+            rising = max(proxies, key=lambda n: med(comps[n].values))
+            monitor = (view.context.reward_weights or {}).get(_short(obj)) == 0
+            fmt = lambda m: {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]),
+                             "change": r3(m[2])}
+            return [Finding(
+                category="reward_hacking", severity="warning", first_step=start,
+                last_step=o.last,
+                summary=(f"The objective '{_short(obj)}'"
+                         + (" (monitor-only)" if monitor else "")
+                         + f" falls from step {start} while '{_short(rising)}' "
+                         f"{proxies[rising]}: the policy is paid for something other than "
+                         "the task."),
+                evidence={"objective": _short(obj), "objective_is_monitor_only": monitor,
+                          "falling": {_short(obj): fmt(_move(w))},
+                          "rising": {_short(n): {"how": how, **fmt(_move(comps[n].between(
+                              w.steps[0], w.steps[-1])))} for n, how in proxies.items()},
+                          "window_start": round(w.steps[0]), "min_change": r3(MIN_SHARE * scale)},
+                actions=ACTIONS, metric=obj)]
+    return []
+
+
 def detect(view: View) -> list[Finding]:
     comps = {}
     for name in view.components():
@@ -56,6 +162,11 @@ def detect(view: View) -> list[Finding]:
             comps[name] = s
     if len(comps) < 2:
         return []
+    found_obj = _objective_pass(view, comps, _scale(view, comps))
+    return found_obj or _any_pair(view, comps)
+
+
+def _any_pair(view: View, comps: dict[str, Series]) -> list[Finding]:
     first = min(s.steps[0] for s in comps.values())
     last = max(s.steps[-1] for s in comps.values())
     scale = _scale(view, comps)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import (
     MIN_TREND_PTS,
@@ -14,7 +16,7 @@ from app.diagnostics.detectors.common import (
 )
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
-from app.diagnostics.view import View
+from app.diagnostics.view import Series, View
 
 LENGTH = "completions/mean_length"
 CLIPPED = "completions/clipped_ratio"
@@ -28,6 +30,10 @@ GROWTH_CAP_WARN = 0.7  # ... and already past 70% of the cap -> warning even if 
 COLLAPSE_RATIO = 0.2  # below a fifth of the early length ...
 COLLAPSE_STAY = 0.35  # ... and never back above 35% of it recently
 COLLAPSE_CRITICAL_TOKENS = 8.0  # almost nothing left to score
+SUDDEN_FROM = 0.7  # a sudden collapse goes from >= 70% of the early length ...
+SUDDEN_PTS = 5  # ... to below COLLAPSE_STAY of it within this many logging steps
+BENIGN_CLIPPED_BEFORE = 0.2  # benign: a fifth of completions were truncated early on ...
+BENIGN_CLIPPED_AFTER = 0.05  # ... and (almost) none are now, while the reward improves
 TRUNC_WINDOW = 0.25  # truncation "now" = the last quarter of the run
 GROWTH_ONSET = 1 + (GROWTH - 1) / 2  # growth starts where length first passes halfway there
 
@@ -94,19 +100,53 @@ def _growth_and_collapse(view: View) -> list[Finding]:
             evidence={**ev, "expected_ratio_below": GROWTH, "max_completion_length": cap},
             actions=EXPLOSION_ACTIONS, metric=LENGTH)]
     if ratio <= COLLAPSE_RATIO and recent(s).max() <= COLLAPSE_STAY * base:
-        severity = ("critical" if now <= COLLAPSE_CRITICAL_TOKENS
-                    else "info" if rising_reward else "warning")
-        start = run_start(s.steps, s.values <= COLLAPSE_STAY * base) or s.first
-        return [Finding(
-            category="length_collapse", severity=severity, first_step=start, last_step=s.last,
-            summary=(f"Completions shrank to {ratio:.0%} of their early length "
-                     f"({base:.0f} -> {now:.0f})"
-                     + ("; the reward still rises, so this may be benign." if rising_reward
-                        and severity == "info" else ".")),
-            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
-            actions=COLLAPSE_ACTIONS, metric=LENGTH)]
+        return [_collapse(view, s, base, now, ev)]
     return []
 
+
+
+def _fall_points(s: Series, base: float) -> int:
+    """Logging steps between the last point at >= SUDDEN_FROM of the early length and the
+    first point after it at <= COLLAPSE_STAY of it (how fast the length fell)."""
+    high = np.flatnonzero(s.values >= SUDDEN_FROM * base)
+    if len(high) == 0:
+        return len(s)
+    low = np.flatnonzero(s.values[high[-1]:] <= COLLAPSE_STAY * base)
+    return int(low[0]) if len(low) else len(s)
+
+
+def _truncation_gone(view: View) -> bool:
+    c = view.series(CLIPPED)
+    if c is None or len(c) < MIN_PTS:
+        return False
+    return med(early(c)) >= BENIGN_CLIPPED_BEFORE and med(recent(c)) <= BENIGN_CLIPPED_AFTER
+
+
+def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Finding:
+    """Length collapse: warning, critical when almost nothing is left; info when benign
+    (truncation disappeared while the reward rose: the model learned to finish; or a gradual
+    shortening that the reward rewards)."""
+    rising, fall = ev["reward_improving"], _fall_points(s, base)
+    sudden, finished = fall <= SUDDEN_PTS, _truncation_gone(view)
+    if now <= COLLAPSE_CRITICAL_TOKENS:
+        severity, why = "critical", ": almost nothing is left to score."
+    elif rising and finished:
+        severity, why = "info", (": truncation disappeared while the reward rose, so the model "
+                                 "likely learned to finish (benign).")
+    elif rising and not sudden:
+        severity, why = "info", "; the reward still rises, so this may be benign."
+    else:
+        severity = "warning"
+        why = (f" within {fall} logging steps: the model may have stopped writing its "
+               "reasoning or format." if sudden else ".")
+    start = run_start(s.steps, s.values <= COLLAPSE_STAY * base) or s.first
+    return Finding(
+        category="length_collapse", severity=severity, first_step=start, last_step=s.last,
+        summary=(f"Completions shrank to {now / base:.0%} of their early length "
+                 f"({base:.0f} -> {now:.0f}){why}"),
+        evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO, "fall_logging_steps": fall,
+                  "sudden": sudden, "truncation_disappeared": finished},
+        actions=COLLAPSE_ACTIONS, metric=LENGTH)
 
 DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
              Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))
