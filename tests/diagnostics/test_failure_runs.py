@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.diagnostics import Finding, RunContext, diagnose
+from app.diagnostics import DiagnosticsState, Finding, RunContext, diagnose
 from app.diagnostics.severity import apply_severity_rule
-from tests.diagnostics.conftest import healthy_cols, rows_from
+from tests.diagnostics.conftest import healthy_cols, healthy_rows, rows_from
 from tests.diagnostics.failure_runs import RUNS, Labelled
 
 ONSET_LATE_SHARE = 0.15  # a finding may start up to 15% of the run after the labelled onset
@@ -132,3 +132,13 @@ def test_info_findings_never_escalate() -> None:
 def test_reward_weights_round_trip_in_the_context() -> None:
     ctx = RunContext(reward_weights={"tests": 0.0}, run_id=7)
     assert RunContext.from_dict(ctx.to_dict()) == ctx
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_healthy_run_fed_live_never_raises_a_warning(seed: int) -> None:
+    """Every prefix of a healthy run is judged (as the app does on each batch): no false
+    alarm at any step, not only on the whole run."""
+    st = DiagnosticsState.new()
+    for row in healthy_rows(300, 1, seed):
+        d = st.update([row])
+        assert d.verdict == "healthy", (row[0], [(f.category, f.severity) for f in d.findings])

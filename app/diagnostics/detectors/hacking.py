@@ -48,6 +48,10 @@ SCALE_PCT = (5, 95)  # the total reward's spread, ignoring its most extreme 5% e
 # Objective pass
 OBJECTIVE_NAME = re.compile(r"correct|accura|(^|_)acc(_|$)|pass|score|test|answer|solve|exact",
                             re.IGNORECASE)  # names that say "the task was done"
+OBJECTIVE_FALL_SIGMA = 2.0  # a warning on its own, judged again at every update and over
+#                              several windows: it needs a firmer fall than EFFECT_SIGMA
+FIRM_RHO_FACTOR = 1.4  # falls need a firmer rank trend, one-sided 1% (z 2.33) not 5%: a
+#                         healthy run fed live saw a 21-step accuracy wobble pass at 5%
 START_FRACS = (0.0, 0.25, 0.5)  # windows from here to the end: a late fall is not diluted
 SATURATED_SHARE = 0.1  # "sits saturated": recent level within 10% of its range from its max
 ONSET_SHARE = 0.2  # the fall starts where the objective first stays 20% of the way down
@@ -91,7 +95,7 @@ def _falls(w: Series, scale: float) -> bool:
     """Significant fall over the window: a rank trend and a noise sigma down, and either a
     real share of the reward's spread or a crossing from non-negative to below zero."""
     rho, eff, ch = _move(w)
-    if rho > -rho_crit(len(w)) or eff > -EFFECT_SIGMA:
+    if rho > -FIRM_RHO_FACTOR * rho_crit(len(w)) or eff > -OBJECTIVE_FALL_SIGMA:
         return False
     crossed = (med(head(w.steps, w.values, THIRD, THIRD_MIN_PTS)) >= 0
                > med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS)))
@@ -181,7 +185,7 @@ def _any_pair(view: View, comps: dict[str, Series]) -> list[Finding]:
         up = [n for n, (rho, eff, ch, crit) in moves.items()
               if rho >= crit and eff >= EFFECT_SIGMA and ch >= MIN_SHARE * scale]
         down = [n for n, (rho, eff, ch, crit) in moves.items()
-                if rho <= -crit and eff <= -EFFECT_SIGMA and -ch >= MIN_SHARE * scale]
+                if rho <= -FIRM_RHO_FACTOR * crit and eff <= -EFFECT_SIGMA and -ch >= MIN_SHARE * scale]
         if up and down:
             found = (frac, end)
             ups.update({n: moves[n] for n in up})
