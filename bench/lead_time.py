@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.diagnostics import DiagnosticsState, RunContext  # noqa: E402
-from app.diagnostics.model import severity_rank  # noqa: E402
-from app.importers import load_log  # noqa: E402
-from tests.diagnostics.conftest import healthy_rows  # noqa: E402
-from tests.diagnostics.failure_runs import RUNS  # noqa: E402
+from app.diagnostics import DiagnosticsState, RunContext
+from app.diagnostics.model import severity_rank
+from app.importers import load_log
+from tests.diagnostics.conftest import healthy_rows
+from tests.diagnostics.failure_runs import RUNS
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "real-grpo-logs"
 
