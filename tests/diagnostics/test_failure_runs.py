@@ -142,3 +142,15 @@ def test_a_healthy_run_fed_live_never_raises_a_warning(seed: int) -> None:
     for row in healthy_rows(300, 1, seed):
         d = st.update([row])
         assert d.verdict == "healthy", (row[0], [(f.category, f.severity) for f in d.findings])
+
+
+def test_the_app_passes_a_launched_runs_reward_weights_and_id() -> None:
+    from app.health.service import context_for
+    from app.runs.lifecycle import Status
+    from app.runs.models import Run
+
+    spec = {"rewards": [{"name": "blocks"}, {"name": "tests", "weight": 0}]}
+    ctx = context_for(Run(id=5, name="r", spec=spec, status=Status.RUNNING))
+    assert ctx.reward_weights == {"blocks": 1.0, "tests": 0.0} and ctx.run_id == 5
+    imported = Run(id=6, name="i", spec={"source": "import"}, status=Status.IMPORTED)
+    assert context_for(imported).reward_weights is None
