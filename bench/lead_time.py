@@ -4,8 +4,9 @@ Usage: python bench/lead_time.py [LOG_DIR]   (default ../shared/data/real-grpo-l
 to the repo root; the logs are read from there, never copied).
 
 Labelled runs: the six shared real logs, with the failure and onset step their README gives
-(the healthy one is the false-alarm check), and the project's own failing runs
-(tests/diagnostics/failure_runs.py: each fails one way from a known step). Every run is fed
+(the healthy one is the false-alarm check), runs trained to fail with the real worker
+(bench/failing_runs.py fixtures), and synthetic failing runs (tests/diagnostics/failure_runs.py:
+each fails one way from a known step). Every run is fed
 to ``DiagnosticsState.update`` one logging step at a time, as the app receives it, and the
 table prints for each failure the labelled onset, the first step its category was raised
 as a warning (or worse) and as critical, as steps after the onset and as a share of the run.
@@ -30,6 +31,7 @@ from tests.diagnostics.conftest import healthy_rows
 from tests.diagnostics.failure_runs import RUNS
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "real-grpo-logs"
+FIXTURES = ROOT / "tests" / "diagnostics" / "fixtures" / "failing_runs"
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ def table() -> list[tuple]:
         fa = replay(rows, None, set())[None].any_warning
         lines.append((f"healthy_synthetic_seed{seed}", "healthy (false alarms)", "-",
                       f"{fa[0]} {fa[1]}" if fa else "none", "-", rows[-1][0]))
+    lines += trained()
     for name, make in RUNS.items():
         run = make()
         f = replay(run.rows, run.context, {run.category})[run.category]
@@ -128,6 +131,31 @@ def table() -> list[tuple]:
         lines.append((name, f"{run.category} ({run.severity})", run.onset,
                       cell(f.warning, run.onset, first_step, run.last_step),
                       cell(f.critical, run.onset, first_step, run.last_step), run.last_step))
+    return lines
+
+
+# Runs trained to fail (bench/failing_runs.py fixtures): where each failure begins. The tiny
+# random model never emits EOS, so truncation is there from step 1 in every one of them.
+TRAINED_ONSETS = {"constant_reward": 1, "impossible_reward": 1, "short_completions": 1,
+                  "learning_rate_too_high": 2}  # lr 0.5: entropy 6.2 -> 0.1 from step 2
+
+
+def trained() -> list[tuple]:
+    import json
+
+    lines = []
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        text = path.read_text().splitlines()
+        head = json.loads(text[0])
+        rows = [(r["step"], r["metrics"]) for r in map(json.loads, text[1:])]
+        ctx = RunContext(max_completion_length=head["spec"]["max_completion_length"])
+        firsts = replay(rows, ctx, {c for c, _ in head["expect"]})
+        onset, last = TRAINED_ONSETS.get(path.stem, 1), rows[-1][0]
+        for category, severity in head["expect"]:
+            f = firsts[category]
+            lines.append((f"trained:{path.stem}", f"{category} ({severity})", onset,
+                          cell(f.warning, onset, rows[0][0], last),
+                          cell(f.critical, onset, rows[0][0], last), last))
     return lines
 
 

@@ -41,21 +41,29 @@ def _level(view: View) -> list[Finding]:
     if h is None or not h.gmax or s is None or len(s) < MIN_PTS:  # beta = 0: nothing logged
         return []
     out: list[Finding] = []
-    base, now = med(early(s)), med(recent(s))
+    # KL is ~0 at the first step by construction (policy = reference), so the first point is
+    # also a baseline: a jump within the early window must not hide in its median.
+    early_kl, now = med(early(s)), med(recent(s))
+    base = min(early_kl, float(s.values[0]))
     start3 = med(s.values[:OFFSET_FIRST_PTS])
     rho, crit = trend(s)
-    ev = {"early_kl": r3(base), "recent_kl": r3(now)}
-    if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rho >= crit:
+    # rising, or a jump that holds: every recent point above the warning level
+    rising_or_held = rho >= crit or float(recent(s).min()) >= WARN_ABS
+    ev = {"early_kl": r3(early_kl), "recent_kl": r3(now)}
+    if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rising_or_held:
         start = run_start(s.steps, s.values >= ONSET_SHARE * max(WARN_ABS, GROWTH * max(base, FLOOR)))
         out.append(Finding(
             category="kl_blowup", severity="critical" if now >= CRITICAL_ABS else "warning",
             first_step=start or s.first, last_step=s.last,
-            summary=(f"KL to the reference grew from {base:.3g} to {now:.3g} and keeps rising: "
-                     "the policy is drifting far from the reference."),
-            evidence={**ev, "growth_factor": r3(now / max(base, FLOOR)), "rank_trend_rho": r3(rho),
+            summary=(f"KL to the reference grew from {base:.3g} to {now:.3g} and "
+                     + ("keeps rising" if rho >= crit else "stays there")
+                     + ": the policy is drifting far from the reference."),
+            evidence={**ev, "baseline_kl": r3(base), "growth_factor": r3(now / max(base, FLOOR)),
+                      "rank_trend_rho": r3(rho),
                       "expected_below": WARN_ABS},
             actions=BLOWUP_ACTIONS, metric=METRIC))
-    elif start3 >= OFFSET_ABS and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]:
+    elif (min(start3, float(s.values[0])) >= OFFSET_ABS
+          and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]):
         out.append(Finding(
             category="kl_offset", severity="info", first_step=s.first, last_step=s.last,
             summary=(f"KL is already {start3:.3g} at the first steps and stays near it "
