@@ -154,3 +154,22 @@ def test_the_app_passes_a_launched_runs_reward_weights_and_id() -> None:
     assert ctx.reward_weights == {"blocks": 1.0, "tests": 0.0} and ctx.run_id == 5
     imported = Run(id=6, name="i", spec={"source": "import"}, status=Status.IMPORTED)
     assert context_for(imported).reward_weights is None
+
+
+def first_live(run: Labelled, category: str) -> int | None:
+    """The step a category is first raised (>= warning) when rows arrive one at a time."""
+    st = DiagnosticsState.new(run.context)
+    for row in run.rows:
+        d = st.update([row])
+        if any(f.category == category and f.severity != "info" for f in d.findings):
+            return row[0]
+    return None
+
+
+@pytest.mark.parametrize("name,category", [("length_collapse_sudden", "length_collapse"),
+                                           ("length_and_entropy_collapse", "entropy_collapse")])
+def test_a_sudden_shift_is_flagged_within_a_few_logging_steps(name: str, category: str) -> None:
+    """Judged on the points since the shift, not on a recent window still holding the old
+    level (which took 8 logging steps: step 190 for a drop at 150)."""
+    run = RUNS[name]()
+    assert first_live(run, category) <= run.onset + 20  # logging every 5 steps

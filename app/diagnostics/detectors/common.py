@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.diagnostics.history import ISOLATED_MAX_ROWS
-from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, spearman, tail
+from app.diagnostics.stats import head, med, noise_sigma, r3, rho_crit, run_start, spearman, tail
 from app.diagnostics.view import Series, View
 
 EARLY_FRAC = 0.15  # "early baseline" = first 15% of the observed steps ...
@@ -96,3 +96,23 @@ def spike_summary(view: View, metric: str) -> SpikeSummary | None:
         count=n, first_step=int(iso[0][0]) if iso else int(h.first_step),
         last_step=int(iso[-1][1]) if iso else int(h.last_step),
         largest=[(int(e[4]), r3(float(e[3]))) for e in top], typical=typical)
+
+
+SETTLED_MIN_PTS = 3  # a level shift is judged on the points after it once there are 3 ...
+SETTLED_MIN_STEPS = 10  # ... spanning 10 steps (one noisy row is not a shift)
+
+
+def settled_since(s: Series, mask: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(first step, values) of the trailing run where ``mask`` holds, when it is long enough
+    and began after the first point; else None.
+
+    Why: "recent" windows are a fixed share of the run, so right after a sudden shift they
+    still hold the old level and a collapse or blow-up is only seen once the window has moved
+    past it (a fifth of the run later). Judging the points since the shift removes that lag."""
+    start = run_start(s.steps, mask)
+    if start is None or start == s.first:
+        return None
+    after = s.values[s.steps >= start]
+    if len(after) < SETTLED_MIN_PTS or s.last - start < SETTLED_MIN_STEPS:
+        return None
+    return start, after

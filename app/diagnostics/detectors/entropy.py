@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.diagnostics.detector import Detector
-from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.detectors.common import early, recent, settled_since
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
 from app.diagnostics.view import View
@@ -32,6 +32,10 @@ def detect(view: View) -> list[Finding]:
     base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
     if base <= 0:
         return []
+    for shifted in (s.values < COLLAPSE_STAY * base, s.values > BLOWUP_STAY * base):
+        shift = settled_since(s, shifted)
+        if shift is not None:  # a sudden shift: judge the points since, not the window
+            now, tail_vals = med(shift[1]), shift[1]
     ratio = now / base
     ev = {"early_entropy": r3(base), "recent_entropy": r3(now), "ratio_to_early": r3(ratio)}
     if ratio <= COLLAPSE_RATIO and tail_vals.max() < COLLAPSE_STAY * base:

@@ -11,6 +11,7 @@ from app.diagnostics.detectors.common import (
     early,
     improving,
     recent,
+    settled_since,
     task_reward,
     trend,
 )
@@ -101,8 +102,12 @@ def _growth_and_collapse(view: View) -> list[Finding]:
             actions=EXPLOSION_ACTIONS, metric=LENGTH)]
     if ratio <= COLLAPSE_RATIO and recent(s).max() <= COLLAPSE_STAY * base:
         return [_collapse(view, s, base, now, ev)]
+    shift = settled_since(s, s.values <= COLLAPSE_STAY * base)
+    if shift is not None and med(shift[1]) <= COLLAPSE_RATIO * base:  # sudden: judge after it
+        now = med(shift[1])
+        ev = {**ev, "recent_mean_length": r3(now), "ratio_to_early": r3(now / base)}
+        return [_collapse(view, s, base, now, ev)]
     return []
-
 
 
 def _fall_points(s: Series, base: float) -> int:
