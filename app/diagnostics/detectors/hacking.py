@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from app.diagnostics.detector import COMPONENTS, Detector
-from app.diagnostics.detectors.common import NO_NOISE
+from app.diagnostics.detectors.common import NO_NOISE, SMOOTH_PTS
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import (
     head,
@@ -56,7 +56,8 @@ START_FRACS = (0.0, 0.25, 0.5)  # windows from here to the end: a late fall is n
 SATURATED_SHARE = 0.1  # "sits saturated": recent level within 10% of its range from its max
 ONSET_SHARE = 0.2  # the fall starts where the objective first stays 20% of the way down
 PERSIST_PTS = 4  # ... and stays down for at least this many logged points
-SMOOTH_DIV = 10  # onset smoothing window = a tenth of the points (odd, at least 3)
+SMOOTH_DIV = 10  # onset smoothing window = a tenth of the points (odd, at least SMOOTH_PTS)
+ONSET_TOP_SHARE = 0.25  # the level the fall starts from: the best of the window's first quarter
 
 ACTIONS = ["Inspect rollouts where the rising component scores high: is it a loophole?",
            "Fix the reward function's loophole (tighten regexes, require the real answer)",
@@ -116,14 +117,20 @@ def _rises_or_saturated(w: Series, full: Series, scale: float) -> str | None:
 def _onset(w: Series) -> int:
     """First step of the trailing stretch where the smoothed objective stays ONSET_SHARE of
     the way down from its window start to its level now."""
-    k = max(3, (len(w) // SMOOTH_DIV) | 1)
+    k = max(SMOOTH_PTS, (len(w) // SMOOTH_DIV) | 1)
     smooth = rolling_median(w.values, k)
-    top = float(smooth[: max(k, len(w) // 4)].max())
+    top = float(smooth[: max(k, int(len(w) * ONSET_TOP_SHARE))].max())
     now = med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS))
     return run_start(w.steps, smooth <= top - ONSET_SHARE * (top - now)) or round(w.steps[0])
 
 
+def _fmt(m: tuple[float, float, float]) -> dict:
+    return {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]), "change": r3(m[2])}
+
+
 def _objective_pass(view: View, comps: dict[str, Series], scale: float) -> list[Finding]:
+    """The first objective that falls, over a window ending now, next to a rising or
+    saturated proxy; its finding starts where the fall began."""
     for obj in objectives(view, sorted(comps)):
         o = comps[obj]
         for frac in START_FRACS:
@@ -132,30 +139,28 @@ def _objective_pass(view: View, comps: dict[str, Series], scale: float) -> list[
                 continue
             proxies = {n: how for n, s in comps.items() if n != obj and (
                 how := _rises_or_saturated(s.between(w.steps[0], w.steps[-1]), s, scale))}
-            if not proxies:
-                continue
             start = _onset(w)
-            if int((w.steps >= start).sum()) < PERSIST_PTS:
-                continue  # a fall in the last couple of points is not yet a pattern
-            rising = max(proxies, key=lambda n: med(comps[n].values))
-            monitor = (view.context.reward_weights or {}).get(_short(obj)) == 0
-            fmt = lambda m: {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]),
-                             "change": r3(m[2])}
-            return [Finding(
-                category="reward_hacking", severity="warning", first_step=start,
-                last_step=o.last,
-                summary=(f"The objective '{_short(obj)}'"
-                         + (" (monitor-only)" if monitor else "")
-                         + f" falls from step {start} while '{_short(rising)}' "
-                         f"{proxies[rising]}: the policy is paid for something other than "
-                         "the task."),
-                evidence={"objective": _short(obj), "objective_is_monitor_only": monitor,
-                          "falling": {_short(obj): fmt(_move(w))},
-                          "rising": {_short(n): {"how": how, **fmt(_move(comps[n].between(
-                              w.steps[0], w.steps[-1])))} for n, how in proxies.items()},
-                          "window_start": round(w.steps[0]), "min_change": r3(MIN_SHARE * scale)},
-                actions=ACTIONS, metric=obj)]
+            if proxies and int((w.steps >= start).sum()) >= PERSIST_PTS:  # not a last blip
+                return [_objective_finding(view, comps, obj, w, proxies, start, scale)]
     return []
+
+
+def _objective_finding(view: View, comps: dict[str, Series], obj: str, w: Series,
+                       proxies: dict[str, str], start: int, scale: float) -> Finding:
+    rising = max(proxies, key=lambda n: med(comps[n].values))
+    monitor = (view.context.reward_weights or {}).get(_short(obj)) == 0
+    moves = {_short(n): {"how": how, **_fmt(_move(comps[n].between(w.steps[0], w.steps[-1])))}
+             for n, how in proxies.items()}
+    return Finding(
+        category="reward_hacking", severity="warning", first_step=start,
+        last_step=comps[obj].last,
+        summary=(f"The objective '{_short(obj)}'" + (" (monitor-only)" if monitor else "")
+                 + f" falls from step {start} while '{_short(rising)}' {proxies[rising]}: "
+                 "the policy is paid for something other than the task."),
+        evidence={"objective": _short(obj), "objective_is_monitor_only": monitor,
+                  "falling": {_short(obj): _fmt(_move(w))}, "rising": moves,
+                  "window_start": round(w.steps[0]), "min_change": r3(MIN_SHARE * scale)},
+        actions=ACTIONS, metric=obj)
 
 
 def detect(view: View) -> list[Finding]:
@@ -196,9 +201,7 @@ def _any_pair(view: View, comps: dict[str, Series]) -> list[Finding]:
     persistent = frac == END_FRACS[-1]
     rising = max(ups, key=lambda n: ups[n][2])
     falling = min(downs, key=lambda n: downs[n][2])
-    short = lambda n: n.split("/")[1]
-    fmt = lambda m: {"rank_trend_rho": r3(m[0]), "change_in_noise_sigmas": r3(m[1]),
-                     "change": r3(m[2])}
+    short, fmt = _short, _fmt
     return [Finding(
         category="reward_hacking", severity="warning" if persistent else "info",
         first_step=int(first), last_step=round(end),
