@@ -171,14 +171,13 @@ def detect(view: View) -> list[Finding]:
             comps[name] = s
     if len(comps) < 2:
         return []
-    found_obj = _objective_pass(view, comps, _scale(view, comps))
-    return found_obj or _any_pair(view, comps)
+    scale = _scale(view, comps)
+    return _objective_pass(view, comps, scale) or _any_pair(comps, scale)
 
 
-def _any_pair(view: View, comps: dict[str, Series]) -> list[Finding]:
+def _any_pair(comps: dict[str, Series], scale: float) -> list[Finding]:
     first = min(s.steps[0] for s in comps.values())
     last = max(s.steps[-1] for s in comps.values())
-    scale = _scale(view, comps)
     found, ups, downs = None, {}, {}
     for frac in END_FRACS:
         end = first + frac * (last - first)
