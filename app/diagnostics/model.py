@@ -93,6 +93,8 @@ class RunContext:
     now: float | None = None
     last_report_at: float | None = None
     seconds_per_step: float | None = None
+    run_id: int | str | None = None  # only for log lines (which run a detector failed on)
+    reward_weights: dict[str, float] | None = None  # component -> weight; 0 = monitor-only
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -19,36 +19,57 @@ re-sends).
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from fnmatch import fnmatchcase
 
 import numpy as np
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors import DETECTORS
 from app.diagnostics.history import MetricHistory
 from app.diagnostics.model import Diagnosis, Finding, RunContext
+from app.diagnostics.severity import apply_severity_rule
 from app.diagnostics.view import View
 from app.metrics.names import canonical_name, to_float
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-TRACKED = frozenset({"reward", "reward_std", "frac_reward_zero_std", "entropy", "kl",
-                     "completions/mean_length", "completions/clipped_ratio",
-                     "completions/mean_terminated_length", "grad_norm", "loss", "step_time",
-                     "eval_reward", "rollouts/identical_group_frac", "rollouts/repetition",
-                     "rollouts/empty_frac"})
 MAX_COMPONENTS = 16  # bound the state even if a run logs many reward functions
+INTERNAL_ERROR = "internal_error"  # category of the note a failing detector leaves
+ERROR_ACTION = "Report this run to the GRPO Deck maintainers (the server log has the traceback)"
+ERROR_TEXT_MAX = 200  # characters of the exception message kept in the note
+
+# Metric: detector failures since the process started, by detector name (read by ops pages
+# and tests through ``detector_failures()``; a non-zero count is a bug to fix).
+_FAILURES: Counter[str] = Counter()
+
+
+def tracked_reads(detectors=None) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(exact names, ``*`` patterns) the detectors declare: what the state must keep."""
+    reads = {r for d in (DETECTORS if detectors is None else detectors)
+             for r in getattr(d, "reads", ())}
+    return (frozenset(r for r in reads if "*" not in r),
+            tuple(sorted(r for r in reads if "*" in r)))
+
+
+TRACKED, TRACKED_PATTERNS = tracked_reads()
 
 _tracked_cache: dict[str, str | None] = {}
 
 
 def _tracked(key: str) -> str | None:
-    """Canonical name if the diagnostics track this key, else None (cached per key)."""
+    """Canonical name if some detector reads this key, else None (cached per key)."""
     if key not in _tracked_cache:
         name = canonical_name(key)
-        ok = name in TRACKED or (name.startswith(("rewards/", "eval_rewards/"))
-                                 and name.endswith("/mean"))
+        ok = name in TRACKED or any(fnmatchcase(name, p) for p in TRACKED_PATTERNS)
         _tracked_cache[key] = name if ok else None
     return _tracked_cache[key]
+
+
+def detector_failures() -> dict[str, int]:
+    """How often each detector raised in this process (the internal-error metric)."""
+    return dict(_FAILURES)
 
 
 def _plan(keys: tuple) -> tuple[tuple[str, str], ...]:
@@ -143,12 +164,9 @@ class DiagnosticsState:
     def _diagnose(self) -> Diagnosis:
         view = View(self.metrics, self.context)
         findings: list[Finding] = []
-        for detect in DETECTORS:
-            try:
-                findings.extend(detect(view))
-            except Exception:  # a detector bug must not take down the metrics pipeline
-                log.exception("diagnostics detector %s failed", detect.__module__)
-        findings = _suppress_redundant(findings)
+        for det in DETECTORS:
+            findings.extend(self._run_isolated(det, view))
+        findings = apply_severity_rule(_suppress_redundant(findings))
         seen: dict[str, int] = {}
         for f in findings:
             key = f"{f.category}|{f.metric}"
@@ -157,6 +175,28 @@ class DiagnosticsState:
             seen[key] = f.first_step
         self.first_seen = seen
         return Diagnosis.from_findings(findings)
+
+    def _run_isolated(self, det: Detector, view: View) -> list[Finding]:
+        """One detector's findings; if it raises, an ``internal_error`` note instead.
+
+        Why: a detector bug must neither take down the metrics pipeline nor silently remove
+        the other detectors' findings; it is logged with the run, counted, and shown."""
+        try:
+            return list(det(view.scoped(det) if isinstance(det, Detector) else view))
+        except Exception as exc:
+            name = getattr(det, "name", getattr(det, "__name__", repr(det)))
+            _FAILURES[name] += 1
+            log.exception("diagnostics detector %s failed on run %s at step %s", name,
+                          self.context.run_id, view.last_step)
+            step = view.last_step
+            return [Finding(
+                category=INTERNAL_ERROR, severity="info", first_step=step, last_step=step,
+                summary=(f"The '{name}' check failed with an internal error; its findings are "
+                         "missing from this diagnosis (the other checks ran)."),
+                evidence={"detector": name,
+                          "error": f"{type(exc).__name__}: {exc}"[:ERROR_TEXT_MAX]},
+                actions=[ERROR_ACTION],
+                metric=f"detector/{name}")]
 
     def to_json(self) -> dict:
         return {"version": STATE_VERSION, "context": self.context.to_dict(),
@@ -176,10 +216,13 @@ class DiagnosticsState:
 
 
 def _suppress_redundant(findings: list[Finding]) -> list[Finding]:
-    """A saturated run (zero spread, all groups pass) cannot trend upward: drop 'stalled'."""
-    too_easy = any(f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy"
-                   for f in findings)
-    return [f for f in findings if not (too_easy and f.category == "stalled")]
+    """Drop 'stalled' where another finding explains the flat reward better: a saturated run
+    (zero spread, all groups pass) cannot trend upward, and a reward that rose and collapsed
+    from its peak is a collapse (with its onset at the decline), not a stall."""
+    explained = any((f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy")
+                    or (f.category == "reward_collapse" and f.severity != "info")
+                    for f in findings)
+    return [f for f in findings if not (explained and f.category == "stalled")]
 
 
 def diagnose(rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.diagnostics.detector import Detector, UndeclaredMetric
 from app.diagnostics.history import MetricHistory
 from app.diagnostics.model import RunContext
 
@@ -40,16 +41,30 @@ class Series:
 class View:
     """What detectors may look at: series, extents, non-finite counts, spikes, context."""
 
-    def __init__(self, metrics: dict[str, MetricHistory], context: RunContext) -> None:
+    def __init__(self, metrics: dict[str, MetricHistory], context: RunContext,
+                 detector: Detector | None = None,
+                 cache: dict[str, Series | None] | None = None) -> None:
         self.metrics = metrics
         self.context = context
-        self._cache: dict[str, Series | None] = {}
+        self.detector = detector
+        self._cache: dict[str, Series | None] = {} if cache is None else cache
+
+    def scoped(self, detector: Detector) -> View:
+        """The same data, readable only through ``detector``'s declared metrics (shared cache)."""
+        return View(self.metrics, self.context, detector, self._cache)
+
+    def _check(self, name: str) -> None:
+        if self.detector is not None and not self.detector.declares(name):
+            raise UndeclaredMetric(f"detector {self.detector.name!r} read {name!r} without "
+                                   "declaring it in its reads")
 
     def hist(self, name: str) -> MetricHistory | None:
+        self._check(name)
         return self.metrics.get(name)
 
     def series(self, name: str) -> Series | None:
         """None when the metric was never logged with a finite value."""
+        self._check(name)
         if name not in self._cache:
             h = self.metrics.get(name)
             s = None
@@ -62,7 +77,10 @@ class View:
     def components(self, eval_: bool = False) -> list[str]:
         """Reward component names (``rewards/<f>/mean``), train or eval."""
         prefix = "eval_rewards/" if eval_ else "rewards/"
-        return sorted(n for n in self.metrics if n.startswith(prefix) and n.endswith("/mean"))
+        names = sorted(n for n in self.metrics if n.startswith(prefix) and n.endswith("/mean"))
+        for n in names[:1]:
+            self._check(n)
+        return names
 
     @property
     def last_step(self) -> int:

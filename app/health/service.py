@@ -34,7 +34,20 @@ def context_for(run: Run, now: datetime | None = None) -> RunContext:
         max_completion_length=spec.get("max_completion_length"), beta=spec.get("beta"),
         num_generations=spec.get("num_generations"), is_live=lifecycle.is_live(run),
         now=_epoch(now or datetime.now(UTC)), last_report_at=_epoch(run.last_report_at),
-        seconds_per_step=run.seconds_per_step)
+        seconds_per_step=run.seconds_per_step, run_id=run.id,
+        reward_weights=_reward_weights(spec))
+
+
+def _reward_weights(spec: dict) -> dict[str, float] | None:
+    """Component name -> weight from a launched run's spec (weight 0 = monitor-only, the
+    objective the hacking check compares against); None for imported runs."""
+    rewards = spec.get("rewards")
+    if not isinstance(rewards, list):
+        return None
+    weights = {r["name"]: float(r.get("weight", 1.0)) for r in rewards
+               if isinstance(r, dict) and isinstance(r.get("name"), str)
+               and isinstance(r.get("weight", 1.0), int | float)}
+    return weights or None
 
 
 def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],

@@ -17,7 +17,7 @@ EXPECTED = {  # the readable part of the golden file: what each run is about
     "too_easy": ("warning", {"zero_reward_spread"}),
     "too_hard": ("critical", {"zero_reward_spread", "stalled"}),
     "zero_spread_mixed": ("warning", {"zero_reward_spread", "stalled"}),
-    "zero_spread_negative": ("critical", {"zero_reward_spread", "reward_collapse", "stalled"}),
+    "zero_spread_negative": ("critical", {"zero_reward_spread", "reward_collapse"}),
     "stalled": ("warning", {"stalled"}),
     "stalled_sparse": ("warning", {"stalled"}),
     "entropy_collapse": ("critical", {"entropy_collapse"}),
@@ -26,13 +26,13 @@ EXPECTED = {  # the readable part of the golden file: what each run is about
     "kl_spikes": ("warning", {"kl_spike"}),
     "kl_single_spike": ("healthy", {"kl_spike"}),
     "kl_offset": ("healthy", {"kl_offset"}),
-    "kl_sudden_growth": ("warning", {"kl_blowup"}),
+    "kl_sudden_growth": ("critical", {"kl_blowup"}),  # sustained: severity.SUSTAINED
     "truncation": ("warning", {"length_explosion"}),
     "length_to_cap": ("warning", {"length_explosion"}),
-    "length_collapse": ("critical", {"length_collapse", "reward_collapse", "stalled"}),
+    "length_collapse": ("critical", {"length_collapse", "stalled"}),  # flat reward
     "hacking": ("warning", {"reward_hacking"}),
     "divergence": ("warning", {"train_test_divergence"}),
-    "reward_collapse": ("critical", {"reward_collapse", "stalled"}),
+    "reward_collapse": ("critical", {"reward_collapse"}),  # a collapse is not a stall
     "nonfinite": ("critical", {"numerical_instability"}),
     "grad_spikes": ("warning", {"numerical_instability"}),
     "dead_component": ("healthy", {"dead_reward_component"}),

@@ -27,7 +27,7 @@ def test_uploaded_log_shows_findings_and_marks(page: Page, live: Stack, tmp_path
     page.fill("#f-import-name", "kl-drift")
     page.click("#import")
     page.wait_for_url("**/runs/*")
-    expect(page.locator("#run-verdict")).to_have_text("warning")
+    expect(page.locator("#run-verdict")).to_have_text("critical")  # sustained: severity.py
     finding = page.locator('.finding[data-category="kl_blowup"]')
     expect(finding).to_be_visible()
     expect(finding).to_contain_text("What to try")

@@ -1,23 +1,25 @@
-"""One detector per concern; each is ``detect(view) -> list[Finding]`` and keeps its
-thresholds as named constants at the top of its module."""
+"""Detectors, one module per concern; each module lists its ``Detector``s (name, the metrics
+they read, ``fn(view) -> list[Finding]``) in ``DETECTORS`` and keeps its thresholds as named
+constants, each with its reason, at the top. The severity rule is in ``severity.py``."""
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors import (
-                                       collapse,
-                                       dead_component,
-                                       divergence,
-                                       entropy,
-                                       hacking,
-                                       kl,
-                                       length,
-                                       lost,
-                                       numerics,
-                                       rollouts,
-                                       stalled,
-                                       zero_spread,
+    collapse,
+    dead_component,
+    divergence,
+    entropy,
+    hacking,
+    kl,
+    length,
+    lost,
+    numerics,
+    rollouts,
+    stalled,
+    zero_spread,
 )
 
-DETECTORS = (zero_spread.detect, stalled.detect, entropy.detect, kl.detect, length.detect,
-             hacking.detect, divergence.detect, collapse.detect, numerics.detect,
-             dead_component.detect, lost.detect, rollouts.detect)
+_MODULES = (zero_spread, stalled, entropy, kl, length, hacking, divergence, collapse, numerics,
+            dead_component, lost, rollouts)
+DETECTORS: tuple[Detector, ...] = tuple(d for m in _MODULES for d in m.DETECTORS)
 
-__all__ = ["DETECTORS"]
+__all__ = ["DETECTORS", "Detector"]

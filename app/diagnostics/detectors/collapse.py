@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import NO_NOISE, early, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
 from app.diagnostics.view import View
@@ -15,6 +16,11 @@ MIN_STEPS = 30
 DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of a smoothed point
 LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
 STAY_FRAC = 0.8  # 80% of recent points sit below the midpoint between best and now
+CRITICAL_LOST_FRAC = 0.8  # critical: it fell most of the way back (>= 80% of the gain lost)
+RECENT_FRAC = 0.15  # "now" = the last 15% of the run: short, so a fresh fall shows quickly
+SMOOTH_DIV = 10  # smoothing window = a tenth of the points (odd, at least SMOOTH_MIN)
+SMOOTH_MIN = 3
+MEDIAN_VAR = 1.57  # variance of a median is ~pi/2 times that of a mean (normal noise)
 
 ACTIONS = ["Find the step where it turned and inspect the rollouts around it",
            "Lower the learning rate; raise beta", "Resume from the best checkpoint",
@@ -25,23 +31,34 @@ def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
         return []
-    k = max(3, (len(s) // 10) | 1)
+    k = max(SMOOTH_MIN, (len(s) // SMOOTH_DIV) | 1)
     smooth = rolling_median(s.values, k)
-    ib = int(smooth.argmax())
+    h = k // 2 if len(s) > 2 * (k // 2) + 1 else 0
+    # The best level only where the median window is full: at the edges it repeats the end
+    # values, and the noisy first points of a flat run would look like a peak.
+    ib = h + int(smooth[h:len(smooth) - h].argmax())
     best, best_step = float(smooth[ib]), round(s.steps[ib])
-    rec, base = recent(s, 0.15), med(early(s))
+    rec, base = recent(s, RECENT_FRAC), med(early(s))
     now = med(rec)
-    sigma = (noise_sigma(s.values) or 1e-12) * math.sqrt(1.57 / k)  # sd of a k-point median
+    sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
             or drop < LOST_GAIN_FRAC * gained or (rec < best - drop / 2).mean() < STAY_FRAC):
         return []
-    severity = "critical" if now <= base else "warning"
+    lost = drop / (best - base) if best > base else float("inf")
+    rose = best - base >= DROP_SIGMA * sigma  # a real peak, not just the first points
+    severity = "critical" if now <= base or (rose and lost >= CRITICAL_LOST_FRAC) else "warning"
     return [Finding(
         category="reward_collapse", severity=severity, first_step=best_step, last_step=s.last,
         summary=(f"Reward fell from its best level {best:.3g} (step {best_step}) to {now:.3g} "
-                 "and stays there" + (", below where it started." if now <= base else ".")),
+                 "and stays there" + (", below where it started." if now <= base else
+                                      ", most of the way back to where it started."
+                                      if severity == "critical" else ".")),
         evidence={"best_reward": r3(best), "best_step": best_step, "recent_reward": r3(now),
                   "early_reward": r3(base), "drop_in_noise_sigmas": r3(drop / sigma),
+                  "share_of_gain_lost": r3(lost), "critical_from_share": CRITICAL_LOST_FRAC,
                   "expected_drop_sigmas_below": DROP_SIGMA},
         actions=ACTIONS, metric=METRIC)]
+
+
+DETECTORS = (Detector("reward_collapse", (METRIC,), detect),)

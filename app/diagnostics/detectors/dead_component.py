@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.diagnostics.detector import COMPONENTS, Detector
 from app.diagnostics.model import Finding
 from app.diagnostics.view import View
 
@@ -29,3 +30,6 @@ def detect(view: View) -> list[Finding]:
                 evidence={"component": f, "constant_value": h.gmax, "rows": h.n_rows},
                 actions=ACTIONS, metric=name))
     return out
+
+
+DETECTORS = (Detector("dead_component", (COMPONENTS,), detect),)

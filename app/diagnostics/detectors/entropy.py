@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import early, recent
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import early, recent, settled_since
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
 from app.diagnostics.view import View
@@ -16,6 +17,7 @@ COLLAPSE_CRITICAL = 0.1
 BLOWUP_RATIO = 2.0  # doubled entropy ...
 BLOWUP_ABS = 1.0  # ... by at least a nat per token (small entropies double harmlessly)
 BLOWUP_CRITICAL = 4.0
+BLOWUP_STAY = 1.5  # ... and every recent point stays above 1.5x the baseline (no dip back)
 
 COLLAPSE_ACTIONS = ["Inspect rollouts for repetition or a degenerate template (reward hacking?)",
                     "Lower the learning rate", "Raise beta (KL penalty) or add an entropy bonus"]
@@ -30,6 +32,10 @@ def detect(view: View) -> list[Finding]:
     base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
     if base <= 0:
         return []
+    for shifted in (s.values < COLLAPSE_STAY * base, s.values > BLOWUP_STAY * base):
+        shift = settled_since(s, shifted)
+        if shift is not None:  # a sudden shift: judge the points since, not the window
+            now, tail_vals = med(shift[1]), shift[1]
     ratio = now / base
     ev = {"early_entropy": r3(base), "recent_entropy": r3(now), "ratio_to_early": r3(ratio)}
     if ratio <= COLLAPSE_RATIO and tail_vals.max() < COLLAPSE_STAY * base:
@@ -42,8 +48,8 @@ def detect(view: View) -> list[Finding]:
                      f"and stays there since step {start}: the policy stopped exploring."),
             evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
             actions=COLLAPSE_ACTIONS, metric=METRIC)]
-    if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > 1.5 * base:
-        start = run_start(s.steps, s.values > 1.5 * base) or s.first
+    if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > BLOWUP_STAY * base:
+        start = run_start(s.steps, s.values > BLOWUP_STAY * base) or s.first
         return [Finding(
             category="entropy_blowup",
             severity="critical" if ratio >= BLOWUP_CRITICAL else "warning",
@@ -53,3 +59,6 @@ def detect(view: View) -> list[Finding]:
             evidence={**ev, "expected_ratio_below": BLOWUP_RATIO},
             actions=BLOWUP_ACTIONS, metric=METRIC)]
     return []
+
+
+DETECTORS = (Detector("entropy", (METRIC,), detect),)

@@ -8,8 +8,8 @@ nothing.
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import early, recent, trend
-from app.diagnostics.history import ISOLATED_MAX_ROWS
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import early, recent, spike_summary, trend
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
 from app.diagnostics.view import View
@@ -20,9 +20,10 @@ GROWTH = 10.0  # recent level an order of magnitude above the early level ...
 FLOOR = 1e-3  # ... where the early level counts as at least this (KL starts at ~0 by design)
 WARN_ABS = 0.5  # per-token KL below this is ordinary drift for GRPO fine-tuning
 CRITICAL_ABS = 5.0  # far from the reference: outputs likely degenerate
-SPIKE_WARN_COUNT = 3  # one or two isolated spikes happen in healthy runs; repeated ones don't
 OFFSET_ABS = 0.3  # KL this high at the very first steps cannot be drift
 OFFSET_BAND = (0.5, 2.0)  # ... and it stays within this factor of its start
+OFFSET_FIRST_PTS = 3  # "at the first steps" = the median of the first three points
+ONSET_SHARE = 0.5  # a blow-up starts where KL first stays above half of either threshold
 
 BLOWUP_ACTIONS = ["Raise beta (KL penalty)", "Lower the learning rate",
                   "Check clip ratios (clip_ratio/*) and epsilon",
@@ -34,28 +35,35 @@ OFFSET_ACTIONS = [("Check the reference model is the same checkpoint/adapter as 
                   "policy (e.g. a stage-2 run whose reference is the base model)")]
 
 
-def detect(view: View) -> list[Finding]:
+def _level(view: View) -> list[Finding]:
+    """Blow-up or offset of the spike-free KL level."""
     s, h = view.series(METRIC), view.hist(METRIC)
-    if h is None or not h.gmax:  # missing, or logged as 0 throughout (beta = 0)
+    if h is None or not h.gmax or s is None or len(s) < MIN_PTS:  # beta = 0: nothing logged
         return []
-    out = _spikes(view)
-    if s is None or len(s) < MIN_PTS:
-        return out
-    base, now = med(early(s)), med(recent(s))
-    start3 = med(s.values[:3])
+    out: list[Finding] = []
+    # KL is ~0 at the first step by construction (policy = reference), so the first point is
+    # also a baseline: a jump within the early window must not hide in its median.
+    early_kl, now = med(early(s)), med(recent(s))
+    base = min(early_kl, float(s.values[0]))
+    start3 = med(s.values[:OFFSET_FIRST_PTS])
     rho, crit = trend(s)
-    ev = {"early_kl": r3(base), "recent_kl": r3(now)}
-    if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rho >= crit:
-        start = run_start(s.steps, s.values >= max(WARN_ABS / 2, GROWTH / 2 * max(base, FLOOR)))
+    # rising, or a jump that holds: every recent point above the warning level
+    rising_or_held = rho >= crit or float(recent(s).min()) >= WARN_ABS
+    ev = {"early_kl": r3(early_kl), "recent_kl": r3(now)}
+    if now >= GROWTH * max(base, FLOOR) and now >= WARN_ABS and rising_or_held:
+        start = run_start(s.steps, s.values >= ONSET_SHARE * max(WARN_ABS, GROWTH * max(base, FLOOR)))
         out.append(Finding(
             category="kl_blowup", severity="critical" if now >= CRITICAL_ABS else "warning",
             first_step=start or s.first, last_step=s.last,
-            summary=(f"KL to the reference grew from {base:.3g} to {now:.3g} and keeps rising: "
-                     "the policy is drifting far from the reference."),
-            evidence={**ev, "growth_factor": r3(now / max(base, FLOOR)), "rank_trend_rho": r3(rho),
+            summary=(f"KL to the reference grew from {base:.3g} to {now:.3g} and "
+                     + ("keeps rising" if rho >= crit else "stays there")
+                     + ": the policy is drifting far from the reference."),
+            evidence={**ev, "baseline_kl": r3(base), "growth_factor": r3(now / max(base, FLOOR)),
+                      "rank_trend_rho": r3(rho),
                       "expected_below": WARN_ABS},
             actions=BLOWUP_ACTIONS, metric=METRIC))
-    elif start3 >= OFFSET_ABS and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]:
+    elif (min(start3, float(s.values[0])) >= OFFSET_ABS
+          and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]):
         out.append(Finding(
             category="kl_offset", severity="info", first_step=s.first, last_step=s.last,
             summary=(f"KL is already {start3:.3g} at the first steps and stays near it "
@@ -66,20 +74,16 @@ def detect(view: View) -> list[Finding]:
 
 
 def _spikes(view: View) -> list[Finding]:
-    h = view.hist(METRIC)
-    eps = [e for e in h.all_episodes() if e[2] <= ISOLATED_MAX_ROWS]
-    n = len(eps) + h.n_isolated_closed
-    if n == 0:
+    sp = spike_summary(view, METRIC)
+    if sp is None:
         return []
-    s = view.series(METRIC)
-    typical = med(s.values) if s is not None else float("nan")
-    top = sorted(eps, key=lambda e: -e[3])[:5]
     return [Finding(
-        category="kl_spike", severity="warning" if n >= SPIKE_WARN_COUNT else "info",
-        first_step=eps[0][0] if eps else h.first_step, last_step=eps[-1][1] if eps else h.last_step,
-        summary=(f"{n} isolated KL spike{'s' if n > 1 else ''} (up to {top[0][3]:.3g} at step "
-                 f"{top[0][4]}) against a typical {typical:.3g}"
-                 + (": repeated instability." if n >= SPIKE_WARN_COUNT else "; the level recovered.")),
-        evidence={"spike_count": n, "largest_spikes": [[int(e[4]), r3(e[3])] for e in top],
-                  "typical_kl": r3(typical), "warning_from_count": SPIKE_WARN_COUNT},
-        actions=SPIKE_ACTIONS, metric=METRIC)]
+        category="kl_spike", severity=sp.severity, first_step=sp.first_step,
+        last_step=sp.last_step,
+        summary=sp.text("isolated KL spike") + (": repeated instability."
+                                                if sp.severity == "warning"
+                                                else "; the level recovered."),
+        evidence=sp.evidence(METRIC), actions=SPIKE_ACTIONS, metric=METRIC)]
+
+
+DETECTORS = (Detector("kl_level", (METRIC,), _level), Detector("kl_spikes", (METRIC,), _spikes))

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import early, improving, recent, task_reward, trend
+import numpy as np
+
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import (
+    MIN_TREND_PTS,
+    SMOOTH_PTS,
+    early,
+    improving,
+    recent,
+    settled_since,
+    task_reward,
+    trend,
+)
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
-from app.diagnostics.view import View
+from app.diagnostics.view import Series, View
 
 LENGTH = "completions/mean_length"
 CLIPPED = "completions/clipped_ratio"
@@ -19,6 +31,12 @@ GROWTH_CAP_WARN = 0.7  # ... and already past 70% of the cap -> warning even if 
 COLLAPSE_RATIO = 0.2  # below a fifth of the early length ...
 COLLAPSE_STAY = 0.35  # ... and never back above 35% of it recently
 COLLAPSE_CRITICAL_TOKENS = 8.0  # almost nothing left to score
+SUDDEN_FROM = 0.7  # a sudden collapse goes from >= 70% of the early length ...
+SUDDEN_PTS = 5  # ... to below COLLAPSE_STAY of it within this many logging steps
+BENIGN_CLIPPED_BEFORE = 0.2  # benign: a fifth of completions were truncated early on ...
+BENIGN_CLIPPED_AFTER = 0.05  # ... and (almost) none are now, while the reward improves
+TRUNC_WINDOW = 0.25  # truncation "now" = the last quarter of the run
+GROWTH_ONSET = 1 + (GROWTH - 1) / 2  # growth starts where length first passes halfway there
 
 EXPLOSION_ACTIONS = ["Raise max_completion_length if answers legitimately need more room",
                      "Add a length penalty or reward termination",
@@ -28,17 +46,13 @@ COLLAPSE_ACTIONS = ["Inspect rollouts: are completions empty or a bare token?",
                     "Lower the learning rate"]
 
 
-def detect(view: View) -> list[Finding]:
-    return _truncation(view) + _growth_and_collapse(view)
-
-
 def _truncation(view: View) -> list[Finding]:
     c, cap = view.series(CLIPPED), view.context.max_completion_length
     if c is not None and len(c) >= MIN_PTS and c.span >= MIN_STEPS:
-        now = med(recent(c, 0.25))
+        now = med(recent(c, TRUNC_WINDOW))
         if now < TRUNC_WARN:
             return []
-        smooth = rolling_median(c.values, 3)
+        smooth = rolling_median(c.values, SMOOTH_PTS)
         start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
         return [Finding(
             category="length_explosion",
@@ -65,7 +79,7 @@ def _truncation(view: View) -> list[Finding]:
 
 def _growth_and_collapse(view: View) -> list[Finding]:
     s = view.series(LENGTH)
-    if s is None or len(s) < 6 or s.span < MIN_STEPS:
+    if s is None or len(s) < MIN_TREND_PTS or s.span < MIN_STEPS:
         return []
     base, now = med(early(s)), med(recent(s))
     if base <= 0:
@@ -78,7 +92,7 @@ def _growth_and_collapse(view: View) -> list[Finding]:
     if ratio >= GROWTH and rho >= crit:
         near_cap = bool(cap) and now >= GROWTH_CAP_WARN * cap
         severity = "warning" if near_cap or not rising_reward else "info"
-        start = run_start(s.steps, s.values >= (1 + (GROWTH - 1) / 2) * base) or s.first
+        start = run_start(s.steps, s.values >= GROWTH_ONSET * base) or s.first
         return [Finding(
             category="length_explosion", severity=severity, first_step=start, last_step=s.last,
             summary=(f"Mean completion length grew {ratio:.1f}x ({base:.0f} -> {now:.0f})"
@@ -87,15 +101,57 @@ def _growth_and_collapse(view: View) -> list[Finding]:
             evidence={**ev, "expected_ratio_below": GROWTH, "max_completion_length": cap},
             actions=EXPLOSION_ACTIONS, metric=LENGTH)]
     if ratio <= COLLAPSE_RATIO and recent(s).max() <= COLLAPSE_STAY * base:
-        severity = ("critical" if now <= COLLAPSE_CRITICAL_TOKENS
-                    else "info" if rising_reward else "warning")
-        start = run_start(s.steps, s.values <= COLLAPSE_STAY * base) or s.first
-        return [Finding(
-            category="length_collapse", severity=severity, first_step=start, last_step=s.last,
-            summary=(f"Completions shrank to {ratio:.0%} of their early length "
-                     f"({base:.0f} -> {now:.0f})"
-                     + ("; the reward still rises, so this may be benign." if rising_reward
-                        and severity == "info" else ".")),
-            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
-            actions=COLLAPSE_ACTIONS, metric=LENGTH)]
+        return [_collapse(view, s, base, now, ev)]
+    shift = settled_since(s, s.values <= COLLAPSE_STAY * base)
+    if shift is not None and med(shift[1]) <= COLLAPSE_RATIO * base:  # sudden: judge after it
+        now = med(shift[1])
+        ev = {**ev, "recent_mean_length": r3(now), "ratio_to_early": r3(now / base)}
+        return [_collapse(view, s, base, now, ev)]
     return []
+
+
+def _fall_points(s: Series, base: float) -> int:
+    """Logging steps between the last point at >= SUDDEN_FROM of the early length and the
+    first point after it at <= COLLAPSE_STAY of it (how fast the length fell)."""
+    high = np.flatnonzero(s.values >= SUDDEN_FROM * base)
+    if len(high) == 0:
+        return len(s)
+    low = np.flatnonzero(s.values[high[-1]:] <= COLLAPSE_STAY * base)
+    return int(low[0]) if len(low) else len(s)
+
+
+def _truncation_gone(view: View) -> bool:
+    c = view.series(CLIPPED)
+    if c is None or len(c) < MIN_PTS:
+        return False
+    return med(early(c)) >= BENIGN_CLIPPED_BEFORE and med(recent(c)) <= BENIGN_CLIPPED_AFTER
+
+
+def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Finding:
+    """Length collapse: warning, critical when almost nothing is left; info when benign
+    (truncation disappeared while the reward rose: the model learned to finish; or a gradual
+    shortening that the reward rewards)."""
+    rising, fall = ev["reward_improving"], _fall_points(s, base)
+    sudden, finished = fall <= SUDDEN_PTS, _truncation_gone(view)
+    if now <= COLLAPSE_CRITICAL_TOKENS:
+        severity, why = "critical", ": almost nothing is left to score."
+    elif rising and finished:
+        severity, why = "info", (": truncation disappeared while the reward rose, so the model "
+                                 "likely learned to finish (benign).")
+    elif rising and not sudden:
+        severity, why = "info", "; the reward still rises, so this may be benign."
+    else:
+        severity = "warning"
+        why = (f" within {fall} logging steps: the model may have stopped writing its "
+               "reasoning or format." if sudden else ".")
+    start = run_start(s.steps, s.values <= COLLAPSE_STAY * base) or s.first
+    return Finding(
+        category="length_collapse", severity=severity, first_step=start, last_step=s.last,
+        summary=(f"Completions shrank to {now / base:.0%} of their early length "
+                 f"({base:.0f} -> {now:.0f}){why}"),
+        evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO, "fall_logging_steps": fall,
+                  "sudden": sudden, "truncation_disappeared": finished},
+        actions=COLLAPSE_ACTIONS, metric=LENGTH)
+
+DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
+             Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))

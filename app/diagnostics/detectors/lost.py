@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3
@@ -13,6 +14,8 @@ WARN_FACTOR = 5.0  # five expected report intervals of silence
 CRITICAL_FACTOR = 20.0
 MIN_GAP_S = 120.0  # never alarm on short gaps (checkpoint saves, eval passes)
 NO_TIMING_GAP_S = 3600.0  # without any step timing, only an hour of silence is alarming
+NO_TIMING_CRITICAL_S = 4 * NO_TIMING_GAP_S  # ... and four hours is a dead run
+MIN_CRITICAL_GAP_S = 5 * MIN_GAP_S  # never critical before ten minutes of silence
 
 ACTIONS = ["Check the worker process and its logs (crashed, OOM-killed, or hung?)",
            "Mark the run failed and restart from the last checkpoint if it is dead"]
@@ -39,10 +42,10 @@ def detect(view: View) -> list[Finding]:
     gap = ctx.now - ctx.last_report_at
     expected = _expected_interval(view)
     if expected is None:
-        warn, crit = NO_TIMING_GAP_S, 4 * NO_TIMING_GAP_S
+        warn, crit = NO_TIMING_GAP_S, NO_TIMING_CRITICAL_S
     else:
         warn = max(WARN_FACTOR * expected, MIN_GAP_S)
-        crit = max(CRITICAL_FACTOR * expected, 5 * MIN_GAP_S)
+        crit = max(CRITICAL_FACTOR * expected, MIN_CRITICAL_GAP_S)
     if not np.isfinite(gap) or gap < warn:
         return []
     step = view.last_step
@@ -56,3 +59,6 @@ def detect(view: View) -> list[Finding]:
                   "expected_report_interval_s": r3(expected) if expected else None,
                   "warning_after_s": r3(warn)},
         actions=ACTIONS, metric=None)]
+
+
+DETECTORS = (Detector("lost", ("step_time", "reward", "loss"), detect),)

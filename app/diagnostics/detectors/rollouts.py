@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import SMOOTH_PTS
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start, tail
 from app.diagnostics.view import View
@@ -48,7 +50,7 @@ def _finding(view: View, sig: Signal) -> Finding | None:
     s = view.series(sig.metric)
     if s is None or len(s) < MIN_PTS:
         return None
-    smooth = rolling_median(s.values, 3)
+    smooth = rolling_median(s.values, SMOOTH_PTS)
     start = run_start(s.steps, smooth >= sig.high)
     current = med(tail(s.steps, s.values, WINDOW_FRAC, MIN_PTS))
     if start is None or current < sig.high or int((s.steps >= start).sum()) < MIN_PTS:
@@ -65,3 +67,6 @@ def _finding(view: View, sig: Signal) -> Finding | None:
 
 def detect(view: View) -> list[Finding]:
     return [f for f in (_finding(view, sig) for sig in SIGNALS) if f is not None]
+
+
+DETECTORS = (Detector("rollouts", tuple(sig.metric for sig in SIGNALS), detect),)

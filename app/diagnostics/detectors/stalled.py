@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import early
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import MIN_WINDOW_PTS, NO_NOISE, early
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rho_crit, spearman, tail
 from app.diagnostics.view import View
@@ -11,6 +12,7 @@ METRIC = "reward"
 MIN_STEPS = 50  # judging a trend needs a real stretch of training
 MIN_PTS = 10
 GAIN_SIGMA = 1.5  # a run whose recent level is >1.5 noise sigma above its start has learned
+LATE_FRAC = 0.5  # "recent level" = the second half: a stall is judged on a long stretch
 START_FRACS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)  # plateau must cover >= 40% of the run
 
 ACTIONS = ["Dry-run the reward functions on sample outputs: do they produce variation?",
@@ -23,8 +25,8 @@ def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
         return []
-    sigma = noise_sigma(s.values) or 1e-12
-    base, late = med(early(s)), med(tail(s.steps, s.values, 0.5, 3))
+    sigma = noise_sigma(s.values) or NO_NOISE
+    base, late = med(early(s)), med(tail(s.steps, s.values, LATE_FRAC, MIN_WINDOW_PTS))
     gain = (late - base) / sigma
     if gain >= GAIN_SIGMA:
         return []
@@ -45,3 +47,6 @@ def detect(view: View) -> list[Finding]:
                           GAIN_SIGMA, "points": len(w)},
                 actions=ACTIONS, metric=METRIC)]
     return []
+
+
+DETECTORS = (Detector("stalled", (METRIC,), detect),)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.diagnostics.detectors.common import recent
+from app.diagnostics.detector import Detector
+from app.diagnostics.detectors.common import SMOOTH_PTS, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
 from app.diagnostics.view import View
@@ -14,6 +15,9 @@ MIN_STEPS = 20  # the condition must hold over a window of steps, not one noisy 
 MIN_PTS = 4
 WINDOW_FRAC = 0.25  # "current" = last quarter of the run (at least MIN_PTS points)
 EASY_POS, HARD_POS = 0.65, 0.35  # reward position in its range: near top = all pass
+MID_POS = 0.5  # a reward that never moved has no position: call it mixed
+PASS_REWARD = 1.0  # non-negative rewards: 1 is the usual "pass", so the range is [0, >= 1]
+SMOOTH_LONG, LONG_PTS = 5, 10  # wider smoothing once there are enough points
 
 ACTIONS = {
     "too_easy": ["Use harder prompts (filter out ones the model already solves every time)",
@@ -38,8 +42,8 @@ def classify(view: View, lo_step: float, hi_step: float) -> tuple[str, dict]:
     if r is None or h is None or h.gmin is None:
         return "mixed", {}
     level = med(r.between(lo_step, hi_step).values) if len(r.between(lo_step, hi_step)) else med(r.values)
-    lo, hi = (0.0, max(h.gmax, 1.0)) if h.gmin >= 0 else (h.gmin, h.gmax)
-    pos = (level - lo) / (hi - lo) if hi > lo else 0.5
+    lo, hi = (0.0, max(h.gmax, PASS_REWARD)) if h.gmin >= 0 else (h.gmin, h.gmax)
+    pos = (level - lo) / (hi - lo) if hi > lo else MID_POS
     kind = "too_easy" if pos >= EASY_POS else "too_hard" if pos <= HARD_POS else "mixed"
     return kind, {"reward_level": r3(level), "reward_range": [r3(lo), r3(hi)],
                   "reward_position_in_range": r3(pos)}
@@ -49,7 +53,7 @@ def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
         return []
-    smooth = rolling_median(s.values, 5 if len(s) >= 10 else 3)
+    smooth = rolling_median(s.values, SMOOTH_LONG if len(s) >= LONG_PTS else SMOOTH_PTS)
     start = run_start(s.steps, smooth >= HIGH)
     current = med(recent(s, WINDOW_FRAC))
     if start is None or current < HIGH or s.last - start < MIN_STEPS:
@@ -66,3 +70,6 @@ def detect(view: View) -> list[Finding]:
         evidence={"frac_reward_zero_std_median": r3(current), "expected_below": HIGH,
                   "kind": kind, **ev},
         actions=ACTIONS[kind], metric=METRIC)]
+
+
+DETECTORS = (Detector("zero_spread", (METRIC, "reward"), detect),)
