@@ -47,8 +47,14 @@
     if (typeof v !== "number" || !isFinite(v)) return null;
     state.last = state.last * w + (1 - w) * v;
     state.num += 1;
-    return state.last / (1 - Math.pow(w, state.num));
+    state.lo = Math.min(state.lo, v);
+    state.hi = Math.max(state.hi, v);
+    // An average of the values seen lies between them: clamping removes the rounding noise
+    // that would otherwise draw a constant metric (loss 0.1) as a zigzag on a 1e-16 scale.
+    return Math.min(state.hi, Math.max(state.lo, state.last / (1 - Math.pow(w, state.num))));
   }
+
+  function emaState() { return { last: 0, num: 0, lo: Infinity, hi: -Infinity }; }
 
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
@@ -77,7 +83,7 @@
     el._smoothOf = []; el._ema = [];
     if (w > 0) {
       raws.forEach(function (r) {
-        var state = { last: 0, num: 0 };
+        var state = emaState();
         data.push(smoothedTrace(data[r.index], r.color, state, w));
         el._smoothOf.push(r.index); el._ema.push(state);
       });

@@ -15,11 +15,12 @@ MAX_JS_BYTES = 2_000_000  # the full plotly.js bundle alone is 4.8 MB; the carte
 
 
 def ema(values: list[float], weight: float) -> list[float]:
-    """TensorBoard's debiased EMA, as the page computes it."""
+    """TensorBoard's debiased EMA, as the page computes it (kept within the values seen)."""
     last, out = 0.0, []
     for n, v in enumerate(values, start=1):
         last = last * weight + (1 - weight) * v
-        out.append(last / (1 - weight ** n))
+        seen = values[:n]
+        out.append(min(max(seen), max(min(seen), last / (1 - weight ** n))))
     return out
 
 
@@ -60,6 +61,8 @@ def test_smoothing_markers_hover_and_legends(page: Page, live: Stack) -> None:
     smoothed = chart(page, "reward", "el.data.find((t) => t.meta === 'smoothed')")
     assert raw["opacity"] < 1 and raw["mode"] == "lines"  # 60 points: no markers
     assert close(smoothed["y"], ema(raw["y"], 0.6))
+    for key, value in (("loss", 0.5), ("entropy", 1.0)):  # constant: exactly flat, no zigzag
+        assert set(chart(page, key, "el.data.find((t) => t.meta === 'smoothed').y")) == {value}
     page.locator("#chart-smoothing").fill("0")
     page.wait_for_function("() => !document.getElementById('chart-reward').data"
                            ".some((t) => t.meta === 'smoothed')")
