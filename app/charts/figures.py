@@ -32,7 +32,8 @@ PLAIN_LAYOUT: dict[str, Any] = {
                "font": {"size": 10}},
     "showlegend": True, "hovermode": "x unified", "uirevision": "keep",
     "plot_bgcolor": "white", "paper_bgcolor": "white",
-    "xaxis": {**PLAIN_AXIS, "title": {"text": "step", "font": {"size": 11}, "standoff": 4}},
+    "xaxis": {**PLAIN_AXIS, "title": {"text": "step", "font": {"size": 11}, "standoff": 4},
+              "unifiedhovertitle": {"text": "step %{x}"}},
 }
 PERCENT_TICKS: dict[str, Any] = {"tickformat": ".1~%", "rangemode": "tozero"}
 MARKERS_UP_TO = 50  # above this many points a line reads better without its markers

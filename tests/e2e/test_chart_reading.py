@@ -4,6 +4,8 @@ over faint raw points, markers only on short lines, a unified hover, one x-range
 
 from __future__ import annotations
 
+import re
+
 import httpx
 from playwright.sync_api import Page, expect
 
@@ -99,6 +101,7 @@ def test_smoothing_markers_hover_and_legends(page: Page, live: Stack) -> None:
     hover = page.locator("#chart-spread .hoverlayer")
     expect(hover).to_contain_text("reward_std")
     expect(hover).to_contain_text("frac_reward_zero_std")
+    expect(hover).to_contain_text(re.compile(r"step \d+"))
 
 
 def test_markers_go_when_a_live_line_grows_past_fifty_points(page: Page, live: Stack) -> None:
