@@ -35,7 +35,9 @@
     return m ? [Number(m[1]) - 0.5, Number(m[2]) + 0.5] : null;
   }
 
-  function isRaw(t) { return t.meta !== "nonfinite" && t.meta !== "smoothed"; }
+  // A logged series as the server sent it: no meta. The NaN/inf markers ("nonfinite"), our
+  // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
+  function isRaw(t) { return t.meta === undefined || t.meta === null; }
 
   function panelCharts() {
     var panel = document.getElementById("charts-panel");

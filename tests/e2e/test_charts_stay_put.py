@@ -123,3 +123,19 @@ def test_a_collapsed_finding_stays_collapsed_across_refreshes(page: Page, live: 
                   " (e) => { if (e.detail.target.id === 'findings-panel') window.findingSwaps += 1; })")
     page.wait_for_function("() => window.findingSwaps >= 2", timeout=15_000)
     expect(critical).to_have_attribute("open", "")
+
+
+def test_charts_appear_in_place_when_the_first_steps_arrive(page: Page, live: Stack) -> None:
+    run_id, headers = reporting_run(live)
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#charts-panel .empty")).to_contain_text("Waiting for the first logged step")
+    expect(page.locator("#chart-tools")).to_be_hidden()
+    page.evaluate(WATCH_REPLACEMENTS)
+    report(live, run_id, headers, [row(s) for s in range(1, 4)])
+    expect(page.locator("#chart-reward .main-svg").first).to_be_visible(timeout=15_000)
+    expect(page.locator("#charts-panel .empty")).to_have_count(0)
+    expect(page.locator("#chart-tools")).to_be_visible()
+    report(live, run_id, headers, [row(s) for s in range(4, 7)])
+    page.wait_for_function("() => document.getElementById('chart-reward').data[0].x.length === 6",
+                           timeout=15_000)
+    assert page.evaluate("window.chartRemovals") == 0
