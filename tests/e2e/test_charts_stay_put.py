@@ -139,3 +139,25 @@ def test_charts_appear_in_place_when_the_first_steps_arrive(page: Page, live: St
     page.wait_for_function("() => document.getElementById('chart-reward').data[0].x.length === 6",
                            timeout=15_000)
     assert page.evaluate("window.chartRemovals") == 0
+
+
+def test_charts_do_not_shift_for_a_reader_scrolled_to_them(page: Page, live: Stack) -> None:
+    """Cumulative layout shift while findings open above the charts: the browser's scroll
+    anchoring keeps a reader's charts still, as long as the charts are not swapped out."""
+    run_id, headers = reporting_run(live)
+    report(live, run_id, headers, [row(s, kl=0.01 * s) for s in range(1, 21)])
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#chart-kl .main-svg").first).to_be_visible()
+    page.evaluate("window.scrollTo(0, document.getElementById('charts-panel').offsetTop)")
+    page.evaluate("""() => { window.shift = 0; new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) if (!e.hadRecentInput) window.shift += e.value;
+      }).observe({ type: 'layout-shift' }); }""")
+    report(live, run_id, headers, [row(21, loss="nan")])
+    for step in range(22, 34):
+        report(live, run_id, headers, [row(step, kl="inf" if step == 28 else 0.01 * step)])
+        page.wait_for_timeout(300)
+    expect(page.locator("#findings-panel details.finding.sev-critical")).to_have_count(1, timeout=15_000)
+    expect(page.locator("#nonfinite-kl")).to_be_visible(timeout=15_000)
+    page.wait_for_timeout(1500)
+    assert page.evaluate("window.shift") < 0.01
