@@ -145,3 +145,20 @@ def test_shared_x_range_toggle_and_remembered_log_scale(page: Page, live: Stack)
     assert chart(page, "kl", "el.layout.yaxis.type") == "log"
     expect(page.locator("#chart-log-kl")).to_be_checked()
     expect(page.locator("#chart-link-x")).not_to_be_checked()
+
+
+def test_a_series_hidden_from_the_legend_stays_hidden_through_a_live_merge(page: Page, live: Stack) -> None:
+    run_id, headers = reporting_run(live)
+    report(live, run_id, headers, rows(range(1, 11)))
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#chart-spread .main-svg").first).to_be_visible()
+    page.locator("#chart-spread .legend .traces").first.click()  # reward_std, raw and smoothed
+    hidden = ("() => document.getElementById('chart-spread').data"
+              ".filter((t) => t.name === 'reward_std').map((t) => t.visible)")
+    page.wait_for_function(f"() => ({hidden})().every((v) => v === 'legendonly')")
+    poll = page.evaluate("document.getElementById('charts-panel').dataset.poll")
+    new_metric = [{"step": 11, "metrics": {"reward": 0.1, "loss": 0.5, "completions/mean_length": 9}}]
+    report(live, run_id, headers, new_metric)  # a new chart: the panel's shape changes
+    expect(page.locator("#chart-length .main-svg").first).to_be_visible(timeout=15_000)
+    assert page.evaluate("document.getElementById('charts-panel').dataset.poll") != poll
+    assert page.evaluate(hidden) == ["legendonly", "legendonly"]
