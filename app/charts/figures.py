@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from app.charts.panels import PANELS, Panel, names_for
+from app.charts.panels import PANELS, Panel, names_for, title_for
 from app.metrics.series import Series
 
 LAYOUT: dict[str, Any] = {
@@ -21,12 +21,22 @@ LAYOUT: dict[str, Any] = {
 
 # The run page is polled while a run is live, so its figures are plain plotly.js JSON built
 # directly: plotly's Python validators cost ~1 s per 40k points, for nothing plotly.js needs.
-PLAIN_AXIS: dict[str, Any] = {"gridcolor": "#eef0f3", "zeroline": False}
+PLAIN_AXIS: dict[str, Any] = {"gridcolor": "#eef0f3", "zeroline": False,
+                              "title": {"font": {"size": 11}}}
+# The chart's title is an HTML heading above it (static/charts.js adds no plotly title), so the
+# legend sits above the plot, where it can neither cover the "step" title nor the data; it is
+# shown for a single series too, so every chart names what it draws.
 PLAIN_LAYOUT: dict[str, Any] = {
-    **{k: v for k, v in LAYOUT.items() if k != "template"},
+    "margin": {"l": 56, "r": 16, "t": 8, "b": 40}, "height": 260,
+    "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom",
+               "font": {"size": 10}},
+    "showlegend": True, "hovermode": "x unified", "uirevision": "keep",
     "plot_bgcolor": "white", "paper_bgcolor": "white",
-    "xaxis": {**LAYOUT["xaxis"], **PLAIN_AXIS}, "yaxis": dict(PLAIN_AXIS),
+    "xaxis": {**PLAIN_AXIS, "title": {"text": "step", "font": {"size": 11}, "standoff": 4},
+              "unifiedhovertitle": {"text": "step %{x}"}},
 }
+PERCENT_TICKS: dict[str, Any] = {"tickformat": ".1~%", "rangemode": "tozero"}
+MARKERS_UP_TO = 50  # above this many points a line reads better without its markers
 MARK_COLORS = {"critical": "rgba(220,38,38,0.15)", "warning": "rgba(234,179,8,0.18)"}
 
 # Non-finite values (a diverging run logs NaN/inf) are gaps in their line, and a red marker on a
@@ -46,8 +56,9 @@ def nonfinite_kind(value: float) -> str:
 def _trace(name: str, series: Series, secondary: bool) -> dict[str, Any]:
     """One metric's line; non-finite values become gaps (null: JSON has no NaN)."""
     values = [v if math.isfinite(v) else None for v in series.values]
+    mode = "lines+markers" if len(values) <= MARKERS_UP_TO else "lines"
     return {"type": "scatter", "x": series.steps, "y": values, "name": name,
-            "mode": "lines+markers", "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
+            "mode": mode, "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
 
 
 def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tuple[str, int, str]]:
@@ -96,6 +107,22 @@ def _mark(mark: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return shape, note
 
 
+def _layout(panel: Panel, secondary: bool) -> dict[str, Any]:
+    """Axes that say what they hold: a titled left axis, percent ticks for shares, and a titled
+    0-100 % right axis whose ticks fall on quarters (not plotly's odd fractions)."""
+    yaxis: dict[str, Any] = {**PLAIN_AXIS, "title": {"text": panel.y_title, "font": {"size": 11}}}
+    if panel.percent:
+        yaxis.update(PERCENT_TICKS)
+    layout: dict[str, Any] = {**PLAIN_LAYOUT, "yaxis": yaxis}
+    if secondary:
+        layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1.02],
+                            "tickvals": [0, 0.25, 0.5, 0.75, 1], "tickformat": ".0%",
+                            "showgrid": False, "zeroline": False,
+                            "title": {"text": panel.y2_title, "font": {"size": 11}}}
+        layout["margin"] = {**PLAIN_LAYOUT["margin"], "r": 56}
+    return layout
+
+
 def figure(panel: Panel, series: dict[str, Series],
            marks: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """One chart, or None when the run logged none of the panel's metrics (e.g. kl at beta 0).
@@ -105,11 +132,7 @@ def figure(panel: Panel, series: dict[str, Series],
     primary, secondary = names_for(panel, sorted(series))
     if not primary and not secondary:
         return None
-    layout: dict[str, Any] = {**PLAIN_LAYOUT, "title": {"text": panel.title, "font": {"size": 14},
-                                                        "x": 0.02, "xanchor": "left"}}
-    if secondary:
-        layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1.05],
-                            "showgrid": False}
+    layout = _layout(panel, bool(secondary))
     shapes_notes = [_mark(m) for m in marks or []]
     layout["shapes"] = [shape for shape, _ in shapes_notes]
     layout["annotations"] = [note for _, note in shapes_notes]
@@ -141,8 +164,8 @@ def marks_by_panel(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, A
 
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """All charts a run has data for, each as {key, title, figure, note}; the note lists the
-    chart's non-finite values (None when all are finite)."""
+    """All charts a run has data for, each as {key, title, figure, note, log_toggle}; the note
+    lists the chart's non-finite values (None when all are finite)."""
     out = []
     for panel in PANELS:
         fig = figure(panel, series, (marks or {}).get(panel.key))
@@ -150,5 +173,6 @@ def run_figures(series: dict[str, Series],
             primary, secondary = names_for(panel, sorted(series))
             note = nonfinite_note(nonfinite_points(primary + secondary, series),
                                   several=len(primary) + len(secondary) > 1)
-            out.append({"key": panel.key, "title": panel.title, "figure": fig, "note": note})
+            out.append({"key": panel.key, "title": title_for(panel, sorted(series)),
+                        "figure": fig, "note": note, "log_toggle": panel.log_toggle})
     return out

@@ -1,4 +1,5 @@
-"""Which metrics go on which chart. Pure data: the run page and the tests read the same table.
+"""Which metrics go on which chart, and how each chart's axes read. Pure data: the run page and
+the tests read the same table.
 
 Names are TRL's current ones; older names are mapped to these at import (app.metrics.names).
 """
@@ -13,26 +14,37 @@ class Panel:
     key: str
     title: str
     metrics: tuple[str, ...]  # exact names; a trailing '*' matches a prefix
-    secondary: tuple[str, ...] = ()  # drawn on a right-hand axis (ratios next to lengths)
+    secondary: tuple[str, ...] = ()  # a share (0..1) drawn on a right-hand percent axis
+    y_title: str = ""  # the left axis' title: what the numbers are
+    y2_title: str = ""  # the right axis' title (panels with secondary metrics)
+    percent: bool = False  # the left axis holds shares (0..1): percent ticks, 0..100 %
+    log_toggle: bool = False  # offer a log scale (heavy-tailed, positive metrics)
+    title_without: tuple[str, str] = ("", "")  # (metric, title): the title when it is absent
 
 
 PANELS: tuple[Panel, ...] = (
-    Panel("reward", "Reward (train and eval)", ("reward", "eval_reward")),
-    Panel("components", "Reward components", ("rewards/*/mean",)),
-    Panel("spread", "Reward spread within groups", ("reward_std",), ("frac_reward_zero_std",)),
-    Panel("entropy", "Entropy", ("entropy",)),
-    Panel("kl", "KL to reference", ("kl",)),
+    Panel("reward", "Reward (train and eval)", ("reward", "eval_reward"), y_title="mean reward",
+          title_without=("eval_reward", "Reward")),
+    Panel("components", "Reward components", ("rewards/*/mean",), y_title="mean reward"),
+    Panel("spread", "Reward spread within groups", ("reward_std",), ("frac_reward_zero_std",),
+          y_title="reward std", y2_title="groups with zero spread"),
+    Panel("entropy", "Entropy", ("entropy",), y_title="mean token entropy"),
+    Panel("kl", "KL to reference", ("kl",), y_title="KL", log_toggle=True),
     Panel("length", "Completion length (tokens)",
           ("completions/mean_length", "completions/min_length", "completions/max_length",
-           "completions/mean_terminated_length"),
-          ("completions/clipped_ratio",)),
+           "completions/mean_terminated_length"), y_title="tokens"),
+    # a share, not a token count: its own chart rather than a second axis on the lengths
+    Panel("truncated", "Truncated completions", ("completions/clipped_ratio",),
+          y_title="share hitting max length", percent=True),
     Panel("clip", "Clip ratio", ("clip_ratio/region_mean", "clip_ratio/low_mean",
-                                 "clip_ratio/high_mean")),
+                                 "clip_ratio/high_mean"), y_title="share of tokens clipped",
+          percent=True),
     Panel("rollouts", "Rollout signals (captured steps)",
-          ("rollouts/repetition", "rollouts/identical_group_frac", "rollouts/empty_frac")),
-    Panel("grad_norm", "Gradient norm", ("grad_norm",)),
-    Panel("loss", "Loss", ("loss",)),
-    Panel("learning_rate", "Learning rate", ("learning_rate",)),
+          ("rollouts/repetition", "rollouts/identical_group_frac", "rollouts/empty_frac"),
+          y_title="share", percent=True),
+    Panel("grad_norm", "Gradient norm", ("grad_norm",), y_title="L2 norm", log_toggle=True),
+    Panel("loss", "Loss", ("loss",), y_title="loss"),
+    Panel("learning_rate", "Learning rate", ("learning_rate",), y_title="learning rate"),
 )
 
 
@@ -51,3 +63,10 @@ def names_for(panel: Panel, available: list[str]) -> tuple[list[str], list[str]]
             out += [n for n in available if matches(pattern, n) and n not in out]
         return out
     return pick(panel.metrics), pick(panel.secondary)
+
+
+def title_for(panel: Panel, available: list[str]) -> str:
+    """The panel's title for what the run logged ("Reward", not "(train and eval)", without
+    eval)."""
+    metric, shorter = panel.title_without
+    return shorter if metric and metric not in available else panel.title

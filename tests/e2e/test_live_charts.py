@@ -1,5 +1,5 @@
-"""A live run page appends new points to its charts without re-rendering them, and rebuilds
-them (htmx) when a new metric appears."""
+"""A live run page appends new points to its charts without re-rendering them, and adds a chart
+when a new metric appears (static/charts.js merges the server's fragment)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def points(page: Page, chart: str) -> int:
     return page.evaluate(f"document.querySelector('#chart-{chart}').data[0].x.length")
 
 
-def test_live_points_are_appended_then_charts_rebuilt_for_a_new_metric(page: Page, live: Stack) -> None:
+def test_live_points_are_appended_then_a_chart_added_for_a_new_metric(page: Page, live: Stack) -> None:
     run_id, headers = reporting_run(live)
     report(live, run_id, headers, range(1, 4))
     page.goto(f"{live.url}/runs/{run_id}")
@@ -34,6 +34,6 @@ def test_live_points_are_appended_then_charts_rebuilt_for_a_new_metric(page: Pag
     assert page.evaluate("document.querySelector('#chart-reward').data[0].x") == list(range(1, 9))
     report(live, run_id, headers, range(9, 10), entropy=1.2)
     expect(page.locator("#chart-entropy")).to_be_visible(timeout=15_000)
-    # the swapped-in panel is drawn right after the swap: wait for it, do not race it
+    # the existing chart is the same element, redrawn with the server's figure: wait for it
     page.wait_for_function("() => { const el = document.querySelector('#chart-reward');"
                            " return el.data && el.data[0].x.length === 9; }")

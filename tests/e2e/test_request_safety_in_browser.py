@@ -164,7 +164,7 @@ def test_every_page_works_under_the_content_security_policy(page: Page, live: St
         page.wait_for_load_state("networkidle")
     page.goto(f"{live.url}/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("GRPO Deck")
-    # the run page: charts drawn by static/app.js, live polling appends a new point
+    # the run page: charts drawn by static/charts.js, live polling appends a new point
     page.goto(f"{live.url}/runs/{run_id}")
     expect(page.locator("#dev-mode")).to_be_visible()
     expect(page.locator("#chart-reward .main-svg").first).to_be_visible()

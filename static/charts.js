@@ -1,0 +1,331 @@
+// The run page's charts (templates/runs/_charts.html): drawn once, then kept in place.
+//
+// A run page stays open for hours, so nothing here replaces a chart element:
+// * new points are appended to the drawn traces (Plotly.extendTraces, from
+//   GET /api/runs/{id}/metrics?after=N) and finding ranges stretched with Plotly.relayout;
+// * when the charts' shape changes (new metric, finding opened or resolved, status), the
+//   server's fragment (data-poll; 204 until then) is merged chart by chart with Plotly.react:
+//   uirevision keeps what the user did, a new chart is inserted, nothing is swapped.
+// Reading aids live here too, remembered in localStorage: an EMA smoothing slider (raw points
+// stay faint), markers only up to MARKERS_UP_TO points, one x-range for every chart (a toggle),
+// and a log scale for the charts that offer one (KL, gradient norm).
+(function () {
+  "use strict";
+  var PREFS_KEY = "grpodeck.charts";
+  var MARKERS_UP_TO = 50;
+  var COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var CONFIG = { responsive: true, displaylogo: false };
+  var prefs = loadPrefs();
+  var shared = { range: stepsFromUrl() };  // the linked x-range; null: autorange
+
+  function loadPrefs() {
+    var d = { smoothing: 0.6, linkX: true, log: {} };
+    try { return Object.assign(d, JSON.parse(localStorage.getItem(PREFS_KEY) || "{}")); }
+    catch (e) { return d; }
+  }
+
+  function savePrefs() {
+    try { localStorage.setItem(PREFS_KEY, JSON.stringify(prefs)); } catch (e) { /* private mode */ }
+  }
+
+  function stepsFromUrl() {
+    // Alert links open a run page at ?steps=A-B: every chart starts zoomed to that range.
+    var m = /[?&]steps=(\d+)-(\d+)/.exec(window.location.search);
+    return m ? [Number(m[1]) - 0.5, Number(m[2]) + 0.5] : null;
+  }
+
+  // A logged series as the server sent it: no meta. The NaN/inf markers ("nonfinite"), our
+  // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
+  function isRaw(t) { return t.meta === undefined || t.meta === null; }
+
+  function panelCharts() {
+    var panel = document.getElementById("charts-panel");
+    return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
+  }
+
+  // --- smoothing: TensorBoard's debiased EMA, so the first points are not pulled to 0 ---
+  function emaStep(state, v, w) {
+    if (typeof v !== "number" || !isFinite(v)) return null;
+    state.last = state.last * w + (1 - w) * v;
+    state.num += 1;
+    state.lo = Math.min(state.lo, v);
+    state.hi = Math.max(state.hi, v);
+    // An average of the values seen lies between them: clamping removes the rounding noise
+    // that would otherwise draw a constant metric (loss 0.1) as a zigzag on a 1e-16 scale.
+    return Math.min(state.hi, Math.max(state.lo, state.last / (1 - Math.pow(w, state.num))));
+  }
+
+  function emaState() { return { last: 0, num: 0, lo: Infinity, hi: -Infinity }; }
+
+  function smoothedTrace(raw, color, state, w) {
+    return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
+             y: raw.y.map(function (v) { return emaStep(state, v, w); }),
+             yaxis: raw.yaxis, mode: "lines", legendgroup: raw.name, line: { color: color, width: 2 },
+             hovertemplate: "%{y:.4~g} (smoothed)" };
+  }
+
+  // --- the figure as drawn: the server's figure plus the reader's choices ---
+  function compose(el, fig) {
+    var w = prefs.smoothing, data = [], raws = [], key = el.id.replace(/^chart-/, "");
+    fig.data.filter(function (t) { return t.meta !== "smoothed"; }).forEach(function (t) {
+      var tr = Object.assign({}, t);
+      if (isRaw(t)) {
+        var color = COLORS[raws.length % COLORS.length];
+        var n = t.x.length;
+        Object.assign(tr, { line: Object.assign({}, t.line, { color: color }),
+                            marker: Object.assign({}, t.marker, { color: color }),
+                            mode: n > MARKERS_UP_TO ? "lines" : "lines+markers",
+                            legendgroup: t.name, opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
+                            hovertemplate: w > 0 ? "%{y:.4~g} (raw)" : "%{y:.4~g}" });
+        raws.push({ index: data.length, color: color });
+      }
+      data.push(tr);
+    });
+    el._smoothOf = []; el._ema = [];
+    if (w > 0) {
+      raws.forEach(function (r) {
+        var state = emaState();
+        data.push(smoothedTrace(data[r.index], r.color, state, w));
+        el._smoothOf.push(r.index); el._ema.push(state);
+      });
+    }
+    var layout = Object.assign({}, fig.layout);
+    layout.xaxis = Object.assign({}, fig.layout.xaxis);
+    layout.yaxis = Object.assign({}, fig.layout.yaxis, { type: prefs.log[key] ? "log" : "linear" });
+    var range = prefs.linkX ? shared.range : el._xrange;
+    if (range) { layout.xaxis.range = range.slice(); layout.xaxis.autorange = false; }
+    return { data: data, layout: layout };
+  }
+
+  function render(el, fig) {
+    el._base = fig.layout;
+    var out = compose(el, fig);
+    Plotly.react(el, out.data, out.layout, CONFIG);
+    wire(el);
+  }
+
+  function redraw(el) {
+    if (el._base && el.data) render(el, { data: el.data, layout: el._base });
+  }
+
+  function drawNew(root) {
+    root.querySelectorAll(".chart[data-figure]").forEach(function (el) {
+      var fig = JSON.parse(el.dataset.figure);
+      el.removeAttribute("data-figure");  // the drawn traces are the data from now on
+      if (!prefs.linkX && shared.range) el._xrange = shared.range;
+      render(el, fig);
+    });
+    root.querySelectorAll("input.chart-log").forEach(function (box) {
+      box.checked = !!prefs.log[box.dataset.chart];
+    });
+  }
+
+  // --- one x-range for every chart ---
+  function xRangeOf(ev) {
+    if ("xaxis.range[0]" in ev) return [ev["xaxis.range[0]"], ev["xaxis.range[1]"]];
+    if (ev["xaxis.range"]) return ev["xaxis.range"].slice();
+    if (ev["xaxis.autorange"]) return null;
+    return undefined;  // not an x-range change (shapes, y zoom)
+  }
+
+  function sameRange(a, b) {
+    return a === b || (!!a && !!b && a[0] === b[0] && a[1] === b[1]);
+  }
+
+  function wire(el) {
+    if (el._wired) return;
+    el._wired = true;
+    el.on("plotly_relayout", function (ev) {
+      var range = xRangeOf(ev);
+      if (range === undefined) return;
+      el._xrange = range;
+      if (!prefs.linkX || sameRange(range, shared.range)) return;  // an echo of our own sync
+      shared.range = range;
+      panelCharts().forEach(function (other) {
+        if (other === el || !other.layout) return;
+        other._xrange = range;
+        Plotly.relayout(other, range ? { "xaxis.range": range.slice() } : { "xaxis.autorange": true });
+      });
+    });
+  }
+
+  // --- live: append points, stretch open findings, merge shape changes ---
+  function traceNames(charts) {
+    var names = [];
+    charts.forEach(function (el) {
+      (el.data || []).forEach(function (t) {
+        if (isRaw(t) && names.indexOf(t.name) < 0) names.push(t.name);
+      });
+    });
+    return names;
+  }
+
+  function append(el, series, seen) {
+    // NaN/inf arrive as strings ("nan", "inf"): drawn as gaps (null) here; seen.nonfinite asks
+    // for the server's figure, which adds the NaN/inf markers and the note under the chart.
+    var xs = [], ys = [], idx = [], last = -Infinity, total = 0, base = el.data.length - el._smoothOf.length;
+    el.data.forEach(function (t, i) {
+      var s = series[t.name];
+      if (!isRaw(t) || !s || !s.steps.length) return;
+      var y = s.values.map(function (v) {
+        if (typeof v === "number") return v;
+        seen.nonfinite = true;
+        return null;
+      });
+      xs.push(s.steps); ys.push(y); idx.push(i);
+      var j = el._smoothOf.indexOf(i);
+      if (j >= 0) {
+        xs.push(s.steps.slice()); idx.push(base + j);
+        ys.push(y.map(function (v) { return emaStep(el._ema[j], v, prefs.smoothing); }));
+      }
+      last = Math.max(last, s.steps[s.steps.length - 1]);
+      total = Math.max(total, t.x.length + s.steps.length);
+    });
+    if (idx.length) Plotly.extendTraces(el, { x: xs, y: ys }, idx);
+    if (total > MARKERS_UP_TO) hideMarkers(el);
+    return last;
+  }
+
+  function hideMarkers(el) {
+    var marked = [];
+    el.data.forEach(function (t, i) { if (isRaw(t) && t.mode !== "lines") marked.push(i); });
+    if (marked.length) Plotly.restyle(el, { mode: "lines" }, marked);
+  }
+
+  function stretchMarks(el, before, after) {
+    // A finding still open at the last drawn step keeps covering the new steps.
+    var update = {};
+    ((el.layout && el.layout.shapes) || []).forEach(function (shape, i) {
+      if (shape.x1 >= before) {
+        update["shapes[" + i + "].x1"] = after;
+        if (el._base.shapes && el._base.shapes[i]) el._base.shapes[i].x1 = after;
+      }
+    });
+    if (Object.keys(update).length) Plotly.relayout(el, update);
+  }
+
+  function pollPoints(panel) {
+    var charts = panelCharts().filter(function (el) { return el.data; });
+    var names = traceNames(charts);
+    if (!names.length) return Promise.resolve();
+    var before = Number(panel.dataset.after);
+    var url = "/api/runs/" + panel.dataset.run + "/metrics?after=" + before +
+      "&names=" + encodeURIComponent(names.join(","));
+    return fetch(url).then(function (r) { return r.ok ? r.json() : null; }).then(function (series) {
+      if (!series || document.getElementById("charts-panel") !== panel) return;
+      var last = before, seen = { nonfinite: false };
+      charts.forEach(function (el) { last = Math.max(last, append(el, series, seen)); });
+      if (last > before) {
+        charts.forEach(function (el) { stretchMarks(el, before, last); });
+        panel.dataset.after = String(last);
+      }
+      if (seen.nonfinite) return refresh(panel, true);
+    });
+  }
+
+  function refresh(panel, force) {
+    // The server's fragment when the charts' shape changed (always when forced), merged in.
+    var url = force ? panel.dataset.poll.replace(/\?.*$/, "") : panel.dataset.poll;
+    return fetch(url).then(function (r) { return r.status === 200 ? r.text() : null; })
+      .then(function (html) {
+        if (!html) return false;
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("charts-panel");
+        if (fresh) merge(panel, fresh);
+        return !!fresh;
+      });
+  }
+
+  function merge(panel, fresh) {
+    ["after", "live", "refresh", "poll"].forEach(function (k) { panel.dataset[k] = fresh.dataset[k]; });
+    var boxes = {};
+    panel.querySelectorAll(".chart-box").forEach(function (b) { boxes[b.dataset.key] = b; });
+    var prev = panel.querySelector("#chart-tools");
+    var freshBoxes = fresh.querySelectorAll(".chart-box");
+    prev.hidden = !freshBoxes.length;
+    freshBoxes.forEach(function (box) {
+      var mine = boxes[box.dataset.key];
+      delete boxes[box.dataset.key];
+      if (mine) {
+        updateBox(mine, box);
+      } else {
+        mine = document.importNode(box, true);
+        prev.after(mine);
+        drawNew(mine);
+      }
+      prev = mine;
+    });
+    Object.keys(boxes).forEach(function (k) { Plotly.purge(boxes[k].querySelector(".chart")); boxes[k].remove(); });
+    var empty = panel.querySelector("p.empty"), freshEmpty = fresh.querySelector("p.empty");
+    if (empty && !freshEmpty) empty.remove();
+    if (freshEmpty) {
+      if (empty) empty.textContent = freshEmpty.textContent;
+      else panel.appendChild(document.importNode(freshEmpty, true));
+    }
+  }
+
+  function updateBox(mine, box) {
+    // The same elements, new content: title, the NaN/inf note, and the figure (Plotly.react).
+    mine.querySelector(".chart-title").textContent = box.querySelector(".chart-title").textContent;
+    var note = mine.querySelector(".nonfinite-note"), freshNote = box.querySelector(".nonfinite-note");
+    if (note && !freshNote) note.remove();
+    if (freshNote) {
+      if (note) note.textContent = freshNote.textContent;
+      else mine.appendChild(document.importNode(freshNote, true));
+    }
+    render(mine.querySelector(".chart"), JSON.parse(box.querySelector(".chart").dataset.figure));
+  }
+
+  function schedule(panel) {
+    setTimeout(function () {
+      if (document.getElementById("charts-panel") !== panel || panel.dataset.live !== "1") return;
+      refresh(panel, false)
+        .then(function (merged) { if (!merged) return pollPoints(panel); })
+        .catch(function () { /* the next poll retries */ })
+        .then(function () { schedule(panel); });
+    }, (Number(panel.dataset.refresh) || 2) * 1000);
+  }
+
+  // --- the toolbar ---
+  function wireTools(panel) {
+    var slider = document.getElementById("chart-smoothing");
+    var shown = document.getElementById("chart-smoothing-value");
+    var link = document.getElementById("chart-link-x");
+    var pending = false;
+    slider.value = String(prefs.smoothing);
+    shown.value = String(prefs.smoothing);
+    link.checked = !!prefs.linkX;
+    slider.addEventListener("input", function () {
+      prefs.smoothing = Number(slider.value);
+      shown.value = slider.value;
+      savePrefs();
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(function () { pending = false; panelCharts().forEach(redraw); });
+    });
+    link.addEventListener("change", function () {
+      prefs.linkX = link.checked;
+      savePrefs();
+      if (prefs.linkX) {  // all charts follow the one zoomed last, or show every step
+        shared.range = null;
+        panelCharts().forEach(function (el) { el._xrange = null; redraw(el); Plotly.relayout(el, { "xaxis.autorange": true }); });
+      }
+    });
+    panel.addEventListener("change", function (ev) {
+      var box = ev.target;
+      if (!box.classList || !box.classList.contains("chart-log")) return;
+      prefs.log[box.dataset.chart] = box.checked;
+      savePrefs();
+      var el = document.getElementById("chart-" + box.dataset.chart);
+      if (el && el.layout) Plotly.relayout(el, { "yaxis.type": box.checked ? "log" : "linear", "yaxis.autorange": true });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var panel = document.getElementById("charts-panel");
+    if (!panel || typeof Plotly === "undefined") return;
+    wireTools(panel);
+    drawNew(panel);
+    if (panel.dataset.live === "1") schedule(panel);
+  });
+})();
