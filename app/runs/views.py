@@ -22,7 +22,7 @@ from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
 from app.runs.api import deletion_refusal, run_or_404
-from app.runs.form import REWARD_ROWS, validate_form
+from app.runs.form import LABELS, REWARD_ROWS, error_summary, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
@@ -37,7 +37,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, str]) -> dict[str, A
     uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
-            "reward_rows": REWARD_ROWS}
+            "reward_rows": REWARD_ROWS, "labels": LABELS, "summary": error_summary(errors)}
 
 
 def _default_values() -> dict[str, Any]:
