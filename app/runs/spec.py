@@ -96,8 +96,8 @@ def batch_problems(batch_size: int | None, num_generations: int, eval_steps: int
     problems = []
     if (batch_size or num_generations) % num_generations:
         problems.append(("per_device_train_batch_size",
-                         "per_device_train_batch_size must be a multiple of num_generations "
-                         "(each step scores whole groups)"))
+                         ("per_device_train_batch_size must be a multiple of num_generations "
+                          "(each step scores whole groups)")))
     if eval_steps and not eval_split:
         problems.append(("eval_steps", "eval_steps needs an eval_split"))
     return problems
