@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
+from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -115,7 +116,16 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
+    context["summaries"] = chart_summaries(db, run.id)
     return templates.TemplateResponse(request, "runs/detail.html", context)
+
+
+@router.get("/runs/{run_id}/_summaries", response_class=HTMLResponse)
+def summaries_panel(run_id: int, request: Request, db: SessionDep) -> Response:
+    """The charts in words, polled while the run is live (aggregates only: cheap)."""
+    run = run_or_404(db, run_id)
+    return templates.TemplateResponse(request, "runs/_chart_summaries.html", {
+        **_run_context(run), "summaries": chart_summaries(db, run.id)})
 
 
 @router.get("/runs/{run_id}/_findings", response_class=HTMLResponse)
