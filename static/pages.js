@@ -21,8 +21,16 @@
     lastStatus = now;
   }
 
+  // The inspector's search box asks as you type; its "change" on blur would ask again and
+  // replace the groups under the click that blurred it (e.g. opening a long completion).
+  function quietSearchChange() {
+    var box = document.getElementById("f-q");
+    if (box) { box.addEventListener("change", function (e) { e.stopPropagation(); }); }
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     focusFirstInvalid();
+    quietSearchChange();
     announceStatus();
   });
   document.addEventListener("htmx:afterSwap", announceStatus);
