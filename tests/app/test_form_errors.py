@@ -58,3 +58,21 @@ def test_every_input_of_the_form_has_a_label(client: TestClient) -> None:
     for control in page.select("#run-form input, #run-form select, #run-form textarea"):
         inside_label = control.find_parent("label") is not None
         assert inside_label or control.get("id") in labelled, control
+
+
+def test_import_error_is_at_the_file_field(client: TestClient) -> None:
+    page = client.post("/runs/import", data={"name": "kept"},
+                       files={"log": ("x.json", b'{"not": "a log"}', "application/json")})
+    assert page.status_code == 422
+    log = one(page.text, "#f-log")
+    assert log["aria-invalid"] == "true"
+    assert one(page.text, f"#{log['aria-describedby']}").text.strip()
+    assert one(page.text, "#f-import-name")["value"] == "kept"
+
+
+def test_alert_settings_errors_are_at_the_textarea(client: TestClient) -> None:
+    page = client.post("/settings/alerts", data={"urls": "not a url\njson://ok.example/x"})
+    assert page.status_code == 422
+    box = one(page.text, "#f-urls")
+    assert box["aria-invalid"] == "true" and "not a url" in box.text  # kept as typed
+    assert "line 1" in one(page.text, f"#{box['aria-describedby']}").text

@@ -144,7 +144,8 @@ def test_axe_finds_no_serious_violations(desk: Page, live: Stack, run_with_data:
     page = desk
     problems = {}
     for path in ("/runs", f"/runs/{run_with_data}", "/runs/new",
-                 f"/runs/{run_with_data}/rollouts"):
+                 f"/runs/{run_with_data}/rollouts", "/runs/import", "/datasets", "/alerts",
+                 "/settings/alerts", "/runs/987654"):
         page.goto(live.url + path)
         page.wait_for_load_state("networkidle")
         problems[path] = serious_violations(page)
