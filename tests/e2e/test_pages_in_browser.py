@@ -61,6 +61,7 @@ def no_horizontal_scroll(page: Page) -> None:
 
 
 def serious_violations(page: Page) -> list[str]:
+    assert AXE.exists(), f"{AXE} is missing: `make setup-test` (npm ci with dev dependencies)"
     page.add_script_tag(path=str(AXE))
     found = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']}))
         .violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
