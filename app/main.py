@@ -33,7 +33,7 @@ def create_app() -> FastAPI:
                   redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
-    install_error_pages(app)  # HTML 404/500 for browsers; limits keeps its own 413 and 422
+    install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(health_api.router)

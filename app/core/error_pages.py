@@ -10,9 +10,11 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.core.errors import safe_text, validation_error_handler
 from app.core.templating import templates
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,16 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_page(request, exc.status_code, detail, getattr(exc, "headers", None))
 
 
+async def invalid_request(request: Request, exc: Exception) -> Response:
+    """A page address with a bad part (``/runs/abc``, ``?step=x``): the reasons, as a page."""
+    if not wants_html(request):
+        return await validation_error_handler(request, exc)
+    assert isinstance(exc, RequestValidationError)
+    reasons = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'request'}: "
+                        f"{safe_text(e['msg'], 200)}" for e in exc.errors()[:5])
+    return error_page(request, 422, f"This address has a part the page cannot use: {reasons}.")
+
+
 async def server_error(request: Request, exc: Exception) -> Response:
     """An unexpected exception: logged with its traceback; the person sees no internals."""
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -59,4 +71,5 @@ async def server_error(request: Request, exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid_request)  # JSON as before for APIs
     app.add_exception_handler(Exception, server_error)

@@ -55,3 +55,11 @@ def test_server_error_is_an_html_page_without_internals(app_db: str) -> None:
     api = client.get("/api/boom", headers=BROWSER)
     assert api.status_code == 500 and api.json() == {"detail": "internal server error"}
     assert "hunter2" not in api.text
+
+
+def test_bad_address_part_is_a_page_with_the_reason(client: TestClient) -> None:
+    page = client.get("/runs/abc", headers=BROWSER)
+    assert page.status_code == 422 and "text/html" in page.headers["content-type"]
+    assert "run_id" in one(page.text, "#error-detail").text
+    api = client.get("/api/runs/abc", headers=BROWSER)
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["path", "run_id"]
