@@ -92,7 +92,7 @@ def test_phone_layout_has_no_horizontal_scroll(phone: Page, live: Stack, run_wit
     page = phone
     for name, path in (("run", f"/runs/{run_with_data}"), ("rollouts", f"/runs/{run_with_data}/rollouts"),
                        ("import", "/runs/import"), ("alerts-settings", "/settings/alerts"),
-                       ("404", "/runs/987654")):
+                       ("datasets", "/datasets"), ("alerts", "/alerts"), ("404", "/runs/987654")):
         page.goto(live.url + path)
         if name == "run":
             expect(page.locator("#chart-reward .main-svg").first).to_be_visible()
