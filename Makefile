@@ -29,9 +29,11 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --omit=dev --no-audit --no-fund
 	touch $@
 
-# Browser tests use Debian's chromium (no browser download).
+# Browser tests use Debian's chromium (no browser download) and axe-core (an npm dev
+# dependency the accessibility test injects; the app never serves it).
 setup-test:
 	@test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+	@test -f node_modules/axe-core/axe.min.js || (npm ci --no-audit --no-fund && touch node_modules/.installed)
 
 lint:
 	$(VENV)/bin/ruff check app worker tests bench

@@ -11,6 +11,7 @@ from app.auth import views as auth_views
 from app.core import limits
 from app.core.config import ROOT
 from app.core.docs import install_docs
+from app.core.error_pages import install as install_error_pages
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
 from app.health import api as health_api
@@ -31,6 +32,7 @@ def create_app() -> FastAPI:
                   redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
+    install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(health_api.router)

@@ -26,7 +26,7 @@ class RolloutFilter(BaseModel):
     component: str | None = None  # a reward function name ...
     min_value: float | None = None  # ... with a completion scoring at least this
     max_value: float | None = None  # ... or at most this
-    q: str | None = None  # text search in completions (case-insensitive)
+    q: str | None = None  # text search in the prompt and completions (case-insensitive)
     sort: Sort | None = "index"
 
     @field_validator("*", mode="before")
@@ -63,9 +63,33 @@ def matches(group: RolloutGroup, f: RolloutFilter) -> bool:
         return False
     if f.q:
         needle = f.q.lower()
-        if not any(needle in (c.get("text") or "").lower() for c in group.completions):
+        texts = [group.prompt or "", *((c.get("text") or "") for c in group.completions)]
+        if not any(needle in text.lower() for text in texts):
             return False
     return True
+
+
+def is_filtered(f: RolloutFilter) -> bool:
+    """Whether any filter (not the sort order) narrows the groups shown."""
+    return any(v is not None for k, v in f.model_dump().items() if k != "sort")
+
+
+def groups_at(db: Session, run_id: int, step: int | None) -> int:
+    """How many groups were kept at a step (every captured step when None), before filters."""
+    stmt = select(func.count()).select_from(RolloutGroup).where(RolloutGroup.run_id == run_id)
+    if step is not None:
+        stmt = stmt.where(RolloutGroup.step == step)
+    return int(db.scalar(stmt) or 0)
+
+
+def steps_seen(db: Session, run_id: int, keys: Sequence[str]) -> dict[str, int]:
+    """Per prompt key, at how many captured steps the prompt was drawn (for "follow")."""
+    if not keys:
+        return {}
+    stmt = (select(RolloutGroup.prompt_key, func.count(func.distinct(RolloutGroup.step)))
+            .where(RolloutGroup.run_id == run_id, RolloutGroup.prompt_key.in_(set(keys)))
+            .group_by(RolloutGroup.prompt_key))
+    return {key: int(n) for key, n in db.execute(stmt)}
 
 
 def _sorted(groups: list[RolloutGroup], sort: Sort) -> list[RolloutGroup]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -15,6 +16,7 @@ from app.rollouts.api import pick_step
 from app.rollouts.queries import RolloutFilter
 from app.rollouts.service import captured_steps
 from app.runs.api import run_or_404
+from app.runs.models import Run
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,15 +35,38 @@ StepParam = Annotated[int | None, Depends(_step)]
 FOLD_CHARS = 600
 
 
-def _groups_context(db: SessionDep, run_id: int, step: int | None, f: RolloutFilter
+def kept_per_step(run: Run) -> dict[str, int] | None:
+    """What the run asked to keep per captured step and what one step's batch can hold (the
+    first ``rollout_groups`` groups of the batch are kept): the page says when fewer are kept
+    than asked, instead of letting "4 groups" read as a promise. None for imported runs."""
+    spec = run.spec or {}
+    groups, asked = spec.get("num_generations"), spec.get("rollout_groups")
+    if not groups or asked is None:
+        return None
+    batch = spec.get("per_device_train_batch_size") or groups
+    return {"asked": asked, "batch": batch, "holds": batch // groups}
+
+
+def _groups_context(db: SessionDep, run: Run, step: int | None, f: RolloutFilter
                     ) -> dict[str, Any]:
-    steps = captured_steps(db, run_id)
+    steps = captured_steps(db, run.id)
     chosen = pick_step(steps, step, f) if steps else None
-    groups = queries.find_groups(db, run_id, chosen, f) if steps else []
+    groups = queries.find_groups(db, run.id, chosen, f) if steps else []
     components = sorted({name for g in groups for c in g.completions
                          for name in (c.get("rewards") or {})})
     return {"steps": steps, "step": chosen, "groups": groups, "filter": f,
-            "components": components, "fold": FOLD_CHARS}
+            "components": components, "fold": FOLD_CHARS,
+            "kept": queries.groups_at(db, run.id, chosen) if steps else 0,
+            "filtered": queries.is_filtered(f), "capture": kept_per_step(run),
+            "seen": queries.steps_seen(db, run.id, [g.prompt_key for g in groups])}
+
+
+def inspector_url(run_id: int, request: Request) -> str:
+    """The full inspector page for the filters of a fragment request: what the address bar
+    shows, so a filtered view can be shared, reloaded and reached again with Back."""
+    params = [(k, v) for k, v in request.query_params.multi_items() if v != ""]
+    query = urlencode(params)
+    return f"/runs/{run_id}/rollouts" + (f"?{query}" if query else "")
 
 
 @router.get("/runs/{run_id}/rollouts", response_class=HTMLResponse)
@@ -51,7 +76,7 @@ def inspector(run_id: int, request: Request, db: SessionDep,
     charts = [c for c in (outcomes_figure(queries.outcome_shares(db, run_id)),
                           advantages_figure(queries.advantages_by_step(db, run_id))) if c]
     return templates.TemplateResponse(request, "rollouts/inspector.html", {
-        "run": run, "charts": charts, **_groups_context(db, run_id, step, f)})
+        "run": run, "charts": charts, **_groups_context(db, run, step, f)})
 
 
 @router.get("/runs/{run_id}/rollouts/_groups", response_class=HTMLResponse)
@@ -59,7 +84,8 @@ def groups_fragment(run_id: int, request: Request, db: SessionDep,
                     f: Annotated[RolloutFilter, Query()], step: StepParam = None) -> Response:
     run = run_or_404(db, run_id)
     return templates.TemplateResponse(request, "rollouts/_groups.html", {
-        "run": run, **_groups_context(db, run_id, step, f)})
+        "run": run, **_groups_context(db, run, step, f)},
+        headers={"HX-Push-Url": inspector_url(run_id, request)})
 
 
 @router.get("/runs/{run_id}/rollouts/prompt/{key}", response_class=HTMLResponse)
@@ -67,5 +93,5 @@ def prompt_page(run_id: int, key: str, request: Request, db: SessionDep) -> Resp
     run = run_or_404(db, run_id)
     groups = queries.prompt_history(db, run_id, key)
     return templates.TemplateResponse(request, "rollouts/prompt.html", {
-        "run": run, "groups": groups, "fold": FOLD_CHARS,
+        "run": run, "groups": groups, "fold": FOLD_CHARS, "seen": {},
         "prompt": groups[0].prompt if groups else None}, status_code=200 if groups else 404)

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.alerts.rules import split_urls
-from grpodeck.contract.spec import RunSpec
+from grpodeck.contract.spec import RunSpec, batch_problems
 
 REWARD_ROWS = 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",
@@ -25,6 +25,38 @@ def parse_params(text: str) -> dict[str, str]:
             raise ValueError(f"parameter {part!r} is not key=value")
         params[key.strip()] = value.strip()
     return params
+
+
+# The words each field's label shows; errors are listed under these, never the internal names.
+REWARD_LABELS = {f"reward_{i}_{part}": f"Reward {i + 1} {words}" for i in range(REWARD_ROWS)
+                 for part, words in (("name", "function"), ("weight", "weight"),
+                                     ("params", "parameters"))}
+LABELS = {  # in the form's order: the error list above the form follows it
+    "name": "Run name", "model": "Model", "dataset": "Dataset", "eval_split": "Eval split",
+    "eval_steps": "Eval every N steps", **REWARD_LABELS,
+    "num_generations": "num_generations (group size)", "per_device_train_batch_size": "Batch size",
+    "max_steps": "max_steps", "learning_rate": "learning_rate", "beta": "beta (KL coefficient)",
+    "epsilon": "epsilon (clip)", "max_completion_length": "max_completion_length (tokens)",
+    "temperature": "temperature", "scale_rewards": "scale_rewards",
+    "logging_steps": "logging_steps", "seed": "seed",
+    "rollout_every": "Capture rollouts every N logging steps",
+    "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
+    "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
+}
+
+
+def reward_rows(form: dict[str, str]) -> list[int]:
+    """The form rows that became ``rewards`` entries, in order: rewards[k] is row rows[k]."""
+    rows = []
+    for i in range(REWARD_ROWS):
+        if not (form.get(f"reward_{i}_name") or "").strip():
+            continue
+        try:
+            parse_params(form.get(f"reward_{i}_params") or "")
+        except ValueError:
+            continue
+        rows.append(i)
+    return rows
 
 
 def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -48,37 +80,90 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         try:
             params = parse_params(form.get(f"reward_{i}_params") or "")
         except ValueError as exc:
-            errors["rewards"] = str(exc)
+            errors[f"reward_{i}_params"] = str(exc)
             continue
         rewards.append({"name": name, "weight": (form.get(f"reward_{i}_weight") or "1").strip(),
                         "params": params})
-    if not rewards and "rewards" not in errors:
-        errors["rewards"] = "choose at least one reward function"
+    if not rewards and not errors:
+        errors["reward_0_name"] = "choose at least one reward function"
     data["rewards"] = rewards
     return data, errors
 
 
-def field_errors(exc: ValidationError) -> dict[str, str]:
+def _reward_field(loc: tuple[Any, ...], message: str, rows: list[int]) -> str:
+    """rewards.1.weight -> reward_<row>_weight: the row the person typed it in."""
+    if len(loc) < 2 or not isinstance(loc[1], int) or loc[1] >= len(rows):
+        return "reward_0_name"
+    row = rows[loc[1]]
+    part = str(loc[2]) if len(loc) > 2 else ""
+    if part == "weight":
+        return f"reward_{row}_weight"
+    if part == "name" or message.startswith("unknown reward function"):
+        return f"reward_{row}_name"
+    return f"reward_{row}_params"
+
+
+def field_errors(exc: ValidationError, rows: list[int] | None = None) -> dict[str, str]:
     """Map pydantic errors to the form field they belong to ('_form' when no single field)."""
     errors: dict[str, str] = {}
     for err in exc.errors():
-        loc = err["loc"]
+        loc = tuple(err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
         field = str(loc[0]) if loc else "_form"
-        if field == "rewards" or field.startswith("reward"):
-            field = "rewards"
+        if field == "rewards":
+            field = _reward_field(loc, message, rows if rows is not None else [])
         if field == "alerts":  # alerts.urls -> alert_urls, the form's field names
             field = {"urls": "alert_urls", "min_severity": "alert_min_severity",
                      "ignore": "alert_ignore"}.get(str(loc[1]) if len(loc) > 1 else "",
                                                    "alert_urls")
-        message = err["msg"].removeprefix("Value error, ")
         errors.setdefault(field, message)
     return errors
 
 
+def _number(data: dict[str, Any], key: str) -> int | None:
+    """The field as an int, its spec default when empty, None when it is not a whole number."""
+    raw = data.get(key, RunSpec.model_fields[key].default)
+    try:
+        return None if raw is None else int(str(raw))
+    except ValueError:
+        return None
+
+
+def cross_field_errors(data: dict[str, Any]) -> dict[str, str]:
+    """The rules across fields, checked even when another field is invalid (pydantic skips
+    its model validators then, and the person would fix one error only to meet the next)."""
+    groups = _number(data, "num_generations")
+    batch = _number(data, "per_device_train_batch_size")
+    if groups is None or groups < 1 or (batch is None and data.get("per_device_train_batch_size")):
+        groups, batch = None, None  # the field's own error says what is wrong with it
+    errors: dict[str, str] = {}
+    for field, _ in batch_problems(batch, groups or 1, _number(data, "eval_steps"),
+                                   data.get("eval_split")):
+        if field == "per_device_train_batch_size" and groups:
+            errors[field] = (f"must be a multiple of the group size ({groups}): each step scores "
+                             f"whole groups; e.g. {groups * max(1, round((batch or 0) / groups))}")
+        elif field == "eval_steps":
+            errors[field] = "needs an Eval split (or leave this empty for no evaluation)"
+    return errors
+
+
 def validate_form(form: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]:
+    """The spec, or every error at its field: per field, across fields, and the reward rows."""
     data, errors = form_to_data(form)
+    cross = cross_field_errors(data)
     try:
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
-        return None, {**field_errors(exc), **errors}
+        found = field_errors(exc, reward_rows(form))
+        if cross:  # the model validator's joined message, now shown at each field
+            found.pop("_form", None)
+        return None, {**found, **cross, **errors}
     return (None, errors) if errors else (spec, {})
+
+
+def error_summary(errors: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(field id, label, message) in the form's order, for the list above the form."""
+    order = list(LABELS)
+    fields = sorted((f for f in errors if f != "_form"),
+                    key=lambda f: order.index(f) if f in order else len(order))
+    return [(f, LABELS.get(f, f), errors[f]) for f in fields]

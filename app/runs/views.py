@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
+from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -22,7 +23,7 @@ from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, service
 from app.runs.api import deletion_refusal, run_or_404
-from app.runs.form import REWARD_ROWS, validate_form
+from app.runs.form import LABELS, REWARD_ROWS, error_summary, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
@@ -36,7 +37,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, str]) -> dict[str, A
     uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
-            "reward_rows": REWARD_ROWS}
+            "reward_rows": REWARD_ROWS, "labels": LABELS, "summary": error_summary(errors)}
 
 
 def _default_values() -> dict[str, Any]:
@@ -114,7 +115,16 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
+    context["summaries"] = chart_summaries(db, run.id)
     return templates.TemplateResponse(request, "runs/detail.html", context)
+
+
+@router.get("/runs/{run_id}/_summaries", response_class=HTMLResponse)
+def summaries_panel(run_id: int, request: Request, db: SessionDep) -> Response:
+    """The charts in words, polled while the run is live (aggregates only: cheap)."""
+    run = run_or_404(db, run_id)
+    return templates.TemplateResponse(request, "runs/_chart_summaries.html", {
+        **_run_context(run), "summaries": chart_summaries(db, run.id)})
 
 
 @router.get("/runs/{run_id}/_findings", response_class=HTMLResponse)

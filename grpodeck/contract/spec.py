@@ -83,14 +83,25 @@ def dataset_reference(v: str) -> str:
     return found
 
 
+def batch_problems(batch_size: int | None, num_generations: int, eval_steps: int | None,
+                   eval_split: str | None) -> list[tuple[str, str]]:
+    """(field, message) for each rule across fields that is broken: a form shows each at the
+    field it names, the API joins them."""
+    problems = []
+    if (batch_size or num_generations) % num_generations:
+        problems.append(("per_device_train_batch_size",
+                         ("per_device_train_batch_size must be a multiple of num_generations "
+                          "(each step scores whole groups)")))
+    if eval_steps and not eval_split:
+        problems.append(("eval_steps", "eval_steps needs an eval_split"))
+    return problems
+
+
 def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
                 eval_split: str | None) -> None:
-    batch = batch_size or num_generations
-    if batch % num_generations:
-        raise ValueError("per_device_train_batch_size must be a multiple of num_generations "
-                         "(each step scores whole groups)")
-    if eval_steps and not eval_split:
-        raise ValueError("eval_steps needs an eval_split")
+    problems = batch_problems(batch_size, num_generations, eval_steps, eval_split)
+    if problems:
+        raise ValueError("; ".join(message for _, message in problems))
 
 
 class RewardSpec(BaseModel):

@@ -78,7 +78,7 @@ def test_form_shows_non_finite_and_out_of_range_values_at_their_field(client: Te
     assert page.status_code == 422
     for field in ("learning_rate", "seed", "beta"):
         assert f'id="e-{field}"' in page.text, field
-    assert 'id="e-rewards"' in page.text and "finite" in page.text
+    assert 'id="e-reward_0_weight"' in page.text and "finite" in page.text  # at its row
 
 
 def test_ingest_bounds_steps_and_stores_non_finite_values(client: TestClient) -> None:

@@ -1,0 +1,74 @@
+"""Each run-page chart in one sentence (last value, min, max per metric), computed in SQL.
+
+Why: a chart is a picture; a screen-reader user, a phone on a slow link or a text browser
+needs the same facts in words. The sentences are read from aggregates, not from the
+points the charts draw, so a live page can poll them cheaply however long the run is."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import Session
+
+from app.charts.panels import PANELS, names_for
+from app.metrics.models import MetricPoint
+
+
+@dataclass(frozen=True)
+class MetricFacts:
+    name: str
+    points: int
+    last_step: int
+    last: float  # NaN/inf as logged
+    low: float | None  # over finite values; None when there are none
+    high: float | None
+
+
+def metric_facts(db: Session, run_id: int) -> dict[str, MetricFacts]:
+    """Per metric name: point count, last step and value, finite min and max."""
+    agg = (select(MetricPoint.name, func.count().label("n"),
+                  func.max(MetricPoint.step).label("last_step"),
+                  func.min(MetricPoint.value).label("low"),
+                  func.max(MetricPoint.value).label("high"))
+           .where(MetricPoint.run_id == run_id).group_by(MetricPoint.name).subquery())
+    stmt = (select(agg.c.name, agg.c.n, agg.c.last_step, agg.c.low, agg.c.high,
+                   MetricPoint.value, MetricPoint.raw)
+            .join(MetricPoint, and_(MetricPoint.run_id == run_id, MetricPoint.name == agg.c.name,
+                                    MetricPoint.step == agg.c.last_step)))
+    out = {}
+    for name, n, step, low, high, value, raw in db.execute(stmt):
+        last = value if value is not None else float(raw or "nan")
+        out[name] = MetricFacts(name, int(n), int(step), last, low, high)
+    return out
+
+
+def number(value: float | None) -> str:
+    """Four significant digits, as a person reads a chart's axis; NaN/inf by name."""
+    if value is None:
+        return "none"
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return f"{value:.4g}"
+
+
+def sentence(facts: MetricFacts, with_name: bool) -> str:
+    name = f"{facts.name} " if with_name else ""
+    return (f"{name}last {number(facts.last)} at step {facts.last_step}, "
+            f"min {number(facts.low)}, max {number(facts.high)} ({facts.points} points)")
+
+
+def chart_summaries(db: Session, run_id: int) -> list[dict[str, str]]:
+    """[{key, title, text}] for each chart the run page draws, in the page's order."""
+    facts = metric_facts(db, run_id)
+    out = []
+    for panel in PANELS:
+        primary, secondary = names_for(panel, sorted(facts))
+        names = primary + secondary
+        if not names:
+            continue
+        several = len(names) > 1
+        text = "; ".join(sentence(facts[n], several) for n in names)
+        out.append({"key": panel.key, "title": panel.title, "text": f"{text}."})
+    return out

@@ -1,0 +1,37 @@
+// Forms and live regions for every page (no framework; htmx does the fetching).
+(function () {
+  "use strict";
+
+  // A form that came back with errors: the first invalid field gets the focus, so a keyboard
+  // or screen-reader user lands where the fix is (its message is read via aria-describedby).
+  function focusFirstInvalid() {
+    var bad = document.querySelector("main [aria-invalid='true']");
+    if (bad) { bad.focus(); }
+  }
+
+  // The status panel is replaced on every poll, so it cannot be a live region itself: a
+  // region that stays in the page announces the run's status when it changes, not each poll.
+  var lastStatus = null;
+  function announceStatus() {
+    var status = document.getElementById("run-status");
+    var region = document.getElementById("status-announcer");
+    if (!status || !region) { return; }
+    var now = status.textContent.trim();
+    if (lastStatus !== null && now !== lastStatus) { region.textContent = "Run " + now; }
+    lastStatus = now;
+  }
+
+  // The inspector's search box asks as you type; its "change" on blur would ask again and
+  // replace the groups under the click that blurred it (e.g. opening a long completion).
+  function quietSearchChange() {
+    var box = document.getElementById("f-q");
+    if (box) { box.addEventListener("change", function (e) { e.stopPropagation(); }); }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    focusFirstInvalid();
+    quietSearchChange();
+    announceStatus();
+  });
+  document.addEventListener("htmx:afterSwap", announceStatus);
+})();
