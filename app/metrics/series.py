@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 from tsdownsample import MinMaxLTTBDownsampler
 
@@ -29,17 +29,22 @@ class Series:
 
 
 def load_series(db: Session, run_id: int, names: list[str] | None = None,
-                after: int | None = None) -> dict[str, Series]:
+                after: int | None = None, through: int | None = None) -> dict[str, Series]:
     """Per metric name, its steps and values in step order (NaN/inf restored from ``raw``).
 
     Runs on the Core connection, not the ORM: a long run has hundreds of thousands of points
     and the page that draws them is polled."""
+    if not names and (after is not None or through is not None):
+        # the key is (run, name, step): a step range is an index range only name by name
+        names = stored_names(db, run_id)
     stmt = select(MetricPoint.name, MetricPoint.step, MetricPoint.value, MetricPoint.raw).where(
         MetricPoint.run_id == run_id)
     if names:
         stmt = stmt.where(MetricPoint.name.in_(names))
     if after is not None:  # a live page asking only for what it has not drawn yet
         stmt = stmt.where(MetricPoint.step > after)
+    if through is not None:
+        stmt = stmt.where(MetricPoint.step <= through)
     out: dict[str, Series] = {}
     current_name, series = None, Series()
     rows = db.connection().execute(stmt.order_by(MetricPoint.name, MetricPoint.step)).all()
@@ -49,6 +54,14 @@ def load_series(db: Session, run_id: int, names: list[str] | None = None,
         series.steps.append(step)
         series.values.append(value if value is not None else (float(raw) if raw else math.nan))
     return out
+
+
+def stored_names(db: Session, run_id: int) -> list[str]:
+    """The run's metric names, from the coarsest chart summaries (app/metrics/rollups.py): one
+    row per name, where the points table would need a scan of every point."""
+    return list(db.connection().execute(text(
+        "SELECT DISTINCT name FROM metric_rollups WHERE run_id = :run AND level = 4"),
+        {"run": run_id}).scalars())
 
 
 def downsample(series: Series, max_points: int) -> Series:

@@ -1,0 +1,156 @@
+"""Multi-resolution summaries of every metric, so a chart reads about as many rows as it draws.
+
+Storage layout (table ``metric_rollups``, one row per run, level, metric and bucket):
+
+* level 0 is the raw points (``metric_points``); level k >= 1 summarises buckets of ``16**k``
+  steps (16, 256, 4096, 65536): finite count, sum, min and max, the first and last step seen,
+  and the non-finite values (count, first step, one of their kinds: NaN, inf or -inf);
+* the primary key (run, level, name, bucket) makes one level of all a run's metrics one index
+  range, so the page of a 1M-step run reads ~250 rows per metric at level 3;
+* maintained at ingest, in the same transaction as the points, by recomputing only the buckets
+  the batch touched from the level below (set-based SQL, no per-point Python). Recomputing
+  rather than adding keeps it idempotent: a re-sent step overwrites its point, and its buckets
+  come out the same.
+
+A chart of a step range picks the finest level that fits its point budget (two points, min and
+max, per bucket), so spikes survive at every zoom and NaN/inf keep a marker; zooming in reads
+the finer level of the visible range only (``GET /api/runs/{id}/chart``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from app.metrics.series import Series, downsample, load_series
+
+FACTOR = 16
+LEVELS = 4  # widths 16 .. 65536 steps: a 10M-step run still draws ~150 buckets per metric
+_COLUMNS = ("run_id, level, name, bucket, n, vsum, vmin, vmax, first_step, last_step, "
+            "nonfinite, nonfinite_step, nonfinite_raw")
+_SET = ", ".join(f"{c} = excluded.{c}" for c in (
+    "n", "vsum", "vmin", "vmax", "first_step", "last_step", "nonfinite", "nonfinite_step",
+    "nonfinite_raw"))
+_FROM_POINTS = text(
+    f"INSERT INTO metric_rollups ({_COLUMNS}) "
+    f"SELECT run_id, 1, name, step / {FACTOR}, count(value), sum(value), min(value), max(value), "
+    "min(step), max(step), count(*) - count(value), min(CASE WHEN value IS NULL THEN step END), "
+    "max(raw) FROM metric_points WHERE run_id = :run AND name IN :names "
+    "AND step BETWEEN :lo AND :hi "
+    f"GROUP BY run_id, name, step / {FACTOR} "
+    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}"
+).bindparams(bindparam("names", expanding=True))
+_FROM_LEVEL = text(
+    f"INSERT INTO metric_rollups ({_COLUMNS}) "
+    f"SELECT run_id, :level, name, bucket / {FACTOR}, sum(n), sum(vsum), min(vmin), max(vmax), "
+    "min(first_step), max(last_step), sum(nonfinite), min(nonfinite_step), max(nonfinite_raw) "
+    "FROM metric_rollups WHERE run_id = :run AND level = :below AND name IN :names "
+    "AND bucket BETWEEN :lo AND :hi "
+    f"GROUP BY run_id, name, bucket / {FACTOR} "
+    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}"
+).bindparams(bindparam("names", expanding=True))
+
+
+def width(level: int) -> int:
+    return FACTOR ** level
+
+
+def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int) -> None:
+    """Recompute every level's buckets that hold steps ``lo..hi`` of these metrics."""
+    if not names:
+        return
+    names = sorted(set(names))
+    connection = db.connection()
+    first, last = lo // FACTOR * FACTOR, hi // FACTOR * FACTOR + FACTOR - 1
+    connection.execute(_FROM_POINTS, {"run": run_id, "names": names, "lo": first, "hi": last})
+    for level in range(2, LEVELS + 1):
+        # buckets of the level below that make up the touched buckets of this level
+        lo_b, hi_b = lo // width(level) * FACTOR, hi // width(level) * FACTOR + FACTOR - 1
+        connection.execute(_FROM_LEVEL, {"run": run_id, "level": level, "below": level - 1,
+                                         "names": names, "lo": lo_b, "hi": hi_b})
+
+
+@dataclass
+class ChartData:
+    """What a chart draws: per metric a series (two points per bucket above level 0), the level
+    read, its bucket width in steps, and the run's last stored step (where a live poll resumes)."""
+
+    series: dict[str, Series]
+    level: int
+    width: int
+    last_step: int
+
+
+def span(db: Session, run_id: int) -> tuple[int, int] | None:
+    """(first, last) stored step of the run, from the coarsest level (a few rows)."""
+    row = db.connection().execute(text(
+        "SELECT min(first_step), max(last_step) FROM metric_rollups "
+        "WHERE run_id = :run AND level = :level"), {"run": run_id, "level": LEVELS}).one()
+    return None if row[0] is None else (int(row[0]), int(row[1]))
+
+
+def pick_level(steps: int, max_points: int) -> int:
+    """The finest level whose buckets over ``steps`` steps fit ``max_points`` points."""
+    if steps <= max_points:
+        return 0
+    for level in range(1, LEVELS + 1):
+        if 2 * math.ceil(steps / width(level)) <= max_points:
+            return level
+    return LEVELS
+
+
+def chart_data(db: Session, run_id: int, max_points: int, names: list[str] | None = None,
+               x0: int | None = None, x1: int | None = None) -> ChartData:
+    """The run's metrics over steps ``x0..x1`` (default: all), at the finest level that fits."""
+    known = span(db, run_id)
+    if known is None:
+        return ChartData({}, 0, 1, 0)
+    lo = known[0] if x0 is None else max(x0, known[0])
+    hi = known[1] if x1 is None else min(x1, known[1])
+    level = pick_level(max(hi - lo + 1, 0), max_points)
+    if level == 0:
+        raw = load_series(db, run_id, names, after=lo - 1, through=hi)
+        series = {n: downsample(s, max_points) for n, s in raw.items()}
+    else:
+        series = _buckets(db, run_id, level, names, lo, hi)
+    return ChartData(series, level, width(level), known[1])
+
+
+def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: int,
+             hi: int) -> dict[str, Series]:
+    """Two points per bucket, (first step, min) and (last step, max), so a line through them
+    covers each bucket's range; a bucket with NaN/inf adds one such value at its first one."""
+    query = ("SELECT name, first_step, last_step, vmin, vmax, nonfinite_step, nonfinite_raw "
+             "FROM metric_rollups WHERE run_id = :run AND level = :level "
+             "AND bucket BETWEEN :lo AND :hi")
+    params: dict[str, object] = {"run": run_id, "level": level, "lo": lo // width(level),
+                                 "hi": hi // width(level)}
+    statement = text(query + " ORDER BY name, bucket")
+    if names:
+        statement = text(query + " AND name IN :names ORDER BY name, bucket").bindparams(
+            bindparam("names", expanding=True))
+        params["names"] = names
+    out: dict[str, Series] = {}
+    for name, first, last, vmin, vmax, bad_step, bad_raw in db.connection().execute(
+            statement, params):
+        series = out.setdefault(name, Series())
+        points = []
+        if vmin is not None:
+            points += [(first, vmin), (max(last, first), vmax)]
+        if bad_step is not None:
+            points.append((bad_step, _nonfinite(bad_raw)))
+        for step, value in sorted(points, key=lambda p: p[0]):
+            series.steps.append(step)
+            series.values.append(value)
+    return out
+
+
+def _nonfinite(raw: str | None) -> float:
+    try:
+        return float(raw) if raw else math.nan
+    except ValueError:
+        return math.nan

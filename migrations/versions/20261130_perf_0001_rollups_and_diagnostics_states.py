@@ -1,0 +1,80 @@
+"""chart rollups (multi-resolution metric summaries) and the diagnostics state off the runs row
+
+Revision ID: perf_0001
+Revises: alerts_0001
+Create Date: 2026-11-30
+
+``metric_rollups`` is filled from the stored points of existing runs (set-based, level by
+level), so their pages read summaries at once. ``diagnostics_states`` takes each run's
+diagnostics state and watermark from ``runs``; the two columns leave the runs row, so a state
+write no longer rewrites (and, on PostgreSQL, bloats) it.
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "perf_0001"
+down_revision = "alerts_0001"
+branch_labels = None
+depends_on = None
+
+LEVELS = 4  # level k has buckets of 16**k steps (app/metrics/rollups.py)
+FACTOR = 16
+
+
+def upgrade() -> None:
+    op.create_table(
+        "metric_rollups",
+        sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("level", sa.SmallInteger(), primary_key=True),
+        sa.Column("name", sa.String(200), primary_key=True),
+        sa.Column("bucket", sa.Integer(), primary_key=True),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("vsum", sa.Float(), nullable=True),
+        sa.Column("vmin", sa.Float(), nullable=True),
+        sa.Column("vmax", sa.Float(), nullable=True),
+        sa.Column("first_step", sa.Integer(), nullable=False),
+        sa.Column("last_step", sa.Integer(), nullable=False),
+        sa.Column("nonfinite", sa.Integer(), nullable=False),
+        sa.Column("nonfinite_step", sa.Integer(), nullable=True),
+        sa.Column("nonfinite_raw", sa.String(8), nullable=True),
+    )
+    op.execute(
+        "INSERT INTO metric_rollups (run_id, level, name, bucket, n, vsum, vmin, vmax, first_step,"
+        " last_step, nonfinite, nonfinite_step, nonfinite_raw) "
+        f"SELECT run_id, 1, name, step / {FACTOR}, count(value), sum(value), min(value), "
+        "max(value), min(step), max(step), count(*) - count(value), "
+        "min(CASE WHEN value IS NULL THEN step END), max(raw) "
+        f"FROM metric_points GROUP BY run_id, name, step / {FACTOR}")
+    for level in range(2, LEVELS + 1):
+        op.execute(
+            "INSERT INTO metric_rollups (run_id, level, name, bucket, n, vsum, vmin, vmax, "
+            "first_step, last_step, nonfinite, nonfinite_step, nonfinite_raw) "
+            f"SELECT run_id, {level}, name, bucket / {FACTOR}, sum(n), sum(vsum), min(vmin), "
+            "max(vmax), min(first_step), max(last_step), sum(nonfinite), min(nonfinite_step), "
+            f"max(nonfinite_raw) FROM metric_rollups WHERE level = {level - 1} "
+            f"GROUP BY run_id, name, bucket / {FACTOR}")
+    op.create_table(
+        "diagnostics_states",
+        sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("state", sa.JSON(), nullable=False),
+        sa.Column("through", sa.Integer(), nullable=False),
+    )
+    op.execute("INSERT INTO diagnostics_states (run_id, state, through) "
+               "SELECT id, diagnostics_state, coalesce(diagnostics_through, -1) FROM runs "
+               "WHERE diagnostics_state IS NOT NULL")
+    with op.batch_alter_table("runs") as batch_op:
+        batch_op.drop_column("diagnostics_state")
+        batch_op.drop_column("diagnostics_through")
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("runs") as batch_op:
+        batch_op.add_column(sa.Column("diagnostics_state", sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column("diagnostics_through", sa.Integer(), nullable=True))
+    op.execute("UPDATE runs SET diagnostics_state = (SELECT state FROM diagnostics_states d "
+               "WHERE d.run_id = runs.id), diagnostics_through = (SELECT through FROM "
+               "diagnostics_states d WHERE d.run_id = runs.id)")
+    op.drop_table("diagnostics_states")
+    op.drop_table("metric_rollups")
