@@ -34,13 +34,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Self
 
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load import METRICS, PG_ADMIN, _cpu_seconds, _free_port  # noqa: E402
+from bench.load import METRICS, PG_ADMIN, _cpu_seconds, _free_port
 
 BATCH = 20
 
@@ -74,7 +75,7 @@ class DeckServer:
             conn.execute(f'CREATE DATABASE "{self.pg_name}"')
         return f"postgresql+psycopg://postgres@127.0.0.1:5432/{self.pg_name}"
 
-    def __enter__(self) -> DeckServer:
+    def __enter__(self) -> Self:
         self.database_url = self._database_url()
         self.env = {**os.environ, "GRPODECK_DATABASE_URL": self.database_url,
                     "GRPODECK_BROKER_URL": f"sqla+sqlite:///{self.tmp / 'broker.db'}",

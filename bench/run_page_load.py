@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.load import METRICS, PG_ADMIN  # noqa: E402
+from bench.load import METRICS, PG_ADMIN
 
 CHUNK = 2_000  # steps per ingest call while filling
 

@@ -21,7 +21,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -34,6 +34,7 @@ from app.runs import lifecycle
 from app.runs.models import Run
 
 MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
+MAX_PENDING_ROWS = 2_000  # rows held back between two evaluations before they are fed anyway
 
 
 @dataclass
@@ -43,6 +44,7 @@ class _Entry:
     through: int
     persisted_at: float
     evaluated_at: float = 0.0
+    pending: list[tuple[int, dict[str, float]]] = field(default_factory=list)  # not yet fed
 
 
 _entries: OrderedDict[int, _Entry] = OrderedDict()
@@ -106,21 +108,22 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
     if entry is not None and entry.revision == run.diagnostics_revision:
         state, through = entry.state, entry.through
         persisted_at, evaluated_at = entry.persisted_at, entry.evaluated_at
-        fed = rows
+        pending = [*entry.pending, *rows]  # a new list: a rolled-back batch leaves no trace
     else:  # the replay includes this batch's rows: they were stored before diagnostics ran
         state, through, replayed = _load(db, run, context)
-        fed = rows if not replayed else []
+        pending = list(rows) if not replayed else []
         persisted_at = evaluated_at = 0.0
-    interval = get_settings().diagnostics_min_interval_seconds
-    if rows and live and now - evaluated_at < interval:
-        state.feed(fed, context)
-        diagnosis = None
-    else:
-        diagnosis = state.update(fed, context)
-        evaluated_at = now
+    settings = get_settings()
+    persist = not live or now - persisted_at >= settings.diagnostics_persist_seconds
+    diagnosis = None
+    if not (rows and live and now - evaluated_at < settings.diagnostics_min_interval_seconds):
+        diagnosis, evaluated_at, pending = state.update(pending, context), now, []
+    elif persist or len(pending) > MAX_PENDING_ROWS:
+        state.feed(pending, context)  # batches between evaluations are fed in one go
+        pending = []
     if rows:
         through = max(through, max(step for step, _ in rows))
-    if not live or now - persisted_at >= get_settings().diagnostics_persist_seconds:
+    if persist:
         _persist(db, run.id, state, through)
         persisted_at = now
     run.diagnostics_revision = (run.diagnostics_revision or 0) + 1
@@ -129,7 +132,7 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
         return diagnosis
     with _guard:
         _entries[run.id] = _Entry(run.diagnostics_revision, state, through, persisted_at,
-                                  evaluated_at)
+                                  evaluated_at, pending)
         _entries.move_to_end(run.id)
         while len(_entries) > MAX_RUNS:
             _entries.popitem(last=False)
