@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import plotly
 from fastapi import FastAPI
-from fastapi.staticfiles import StaticFiles
+from starlette.middleware.gzip import GZipMiddleware
 
 from app.alerts import api as alerts_api
 from app.alerts import views as alert_views
 from app.auth import views as auth_views
 from app.core import limits
-from app.core.config import ROOT
+from app.core.assets import MOUNTS, HashedStaticFiles
 from app.core.docs import install_docs
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
@@ -22,9 +19,6 @@ from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import import_views, report_api, views
 from app.security import install as install_security
-
-HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
-PLOTLY_DIST = Path(plotly.__file__).parent / "package_data"
 
 
 def create_app() -> FastAPI:
@@ -46,9 +40,13 @@ def create_app() -> FastAPI:
     app.include_router(auth_views.router)
     install_security(app, token_routers=[report_api.router])
     install_docs(app)
-    app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
-    app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")
-    app.mount("/static/plotly", StaticFiles(directory=PLOTLY_DIST), name="plotly")
+    app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
+    app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),
+              name="htmx")
+    app.mount("/static/plotly", HashedStaticFiles(directory=MOUNTS["plotly"]), name="plotly")
+    # gzip for pages, JSON and static files alike (plotly.min.js: 4.8 MB -> 1.5 MB); added last,
+    # so it wraps everything, the security headers included
+    app.add_middleware(GZipMiddleware, minimum_size=1_000, compresslevel=6)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
