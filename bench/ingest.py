@@ -105,7 +105,7 @@ class DeckServer:
             with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
 
-    def new_run(self) -> tuple[int, str]:
+    def new_run(self, spec: dict[str, object] | None = None) -> tuple[int, str]:
         """A queued run claimed as a worker claims it: (run id, run token)."""
         from sqlalchemy import create_engine
         from sqlalchemy.orm import Session
@@ -115,8 +115,8 @@ class DeckServer:
 
         engine = create_engine(self.database_url)
         with Session(engine) as db:
-            run, ticket = service.create_run(db, spec=RunSpec(
-                name="bench", model="builtin:tiny-random", max_steps=1_000_000))
+            run, ticket = service.create_run(db, spec=RunSpec.model_validate(spec or {
+                "name": "bench", "model": "builtin:tiny-random", "max_steps": 1_000_000}))
             db.commit()
             run_id = run.id
         engine.dispose()
