@@ -6,6 +6,8 @@ The primary key makes ingest idempotent and is the index the chart queries walk
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from sqlalchemy import Float, ForeignKey, Integer, SmallInteger, String
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -14,6 +16,7 @@ from app.core.db import Base
 
 class MetricPoint(Base):
     __tablename__ = "metric_points"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}  # clustered (migration perf_0001)
 
     run_id: Mapped[int] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
@@ -31,6 +34,7 @@ class MetricRollup(Base):
     """
 
     __tablename__ = "metric_rollups"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}
 
     run_id: Mapped[int] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)

@@ -19,6 +19,7 @@ the finer level of the visible range only (``GET /api/runs/{id}/chart``).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,24 +36,30 @@ _COLUMNS = ("run_id, level, name, bucket, n, vsum, vmin, vmax, first_step, last_
 _SET = ", ".join(f"{c} = excluded.{c}" for c in (
     "n", "vsum", "vmin", "vmax", "first_step", "last_step", "nonfinite", "nonfinite_step",
     "nonfinite_raw"))
-_FROM_POINTS = text(
+# ``{names}`` is one parameter holding the batch's metric names, so the statement text never
+# changes with their number (SQLAlchemy's expanding IN re-rendered it per batch, ~0.5 ms):
+# SQLite reads them from a JSON array, PostgreSQL from an array.
+_NAMES = {"sqlite": "name IN (SELECT value FROM json_each(:names))",
+          "postgresql": "name = ANY(:names)"}
+_FROM_POINTS = (
     f"INSERT INTO metric_rollups ({_COLUMNS}) "
     f"SELECT run_id, 1, name, step / {FACTOR}, count(value), sum(value), min(value), max(value), "
     "min(step), max(step), count(*) - count(value), min(CASE WHEN value IS NULL THEN step END), "
-    "max(raw) FROM metric_points WHERE run_id = :run AND name IN :names "
+    "max(raw) FROM metric_points WHERE run_id = :run AND {names} "
     "AND step BETWEEN :lo AND :hi "
     f"GROUP BY run_id, name, step / {FACTOR} "
-    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}"
-).bindparams(bindparam("names", expanding=True))
-_FROM_LEVEL = text(
+    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}")
+_FROM_LEVEL = (
     f"INSERT INTO metric_rollups ({_COLUMNS}) "
     f"SELECT run_id, :level, name, bucket / {FACTOR}, sum(n), sum(vsum), min(vmin), max(vmax), "
     "min(first_step), max(last_step), sum(nonfinite), min(nonfinite_step), max(nonfinite_raw) "
-    "FROM metric_rollups WHERE run_id = :run AND level = :below AND name IN :names "
+    "FROM metric_rollups WHERE run_id = :run AND level = :below AND {names} "
     "AND bucket BETWEEN :lo AND :hi "
     f"GROUP BY run_id, name, bucket / {FACTOR} "
-    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}"
-).bindparams(bindparam("names", expanding=True))
+    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}")
+_STATEMENTS = {dialect: (text(_FROM_POINTS.replace("{names}", cond)),
+                         text(_FROM_LEVEL.replace("{names}", cond)))
+               for dialect, cond in _NAMES.items()}
 
 
 def width(level: int) -> int:
@@ -63,15 +70,19 @@ def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int) ->
     """Recompute every level's buckets that hold steps ``lo..hi`` of these metrics."""
     if not names:
         return
-    names = sorted(set(names))
     connection = db.connection()
+    from_points, from_level = _STATEMENTS[
+        "postgresql" if connection.dialect.name == "postgresql" else "sqlite"]
+    listed = sorted(set(names))
+    names_param = listed if connection.dialect.name == "postgresql" else json.dumps(listed)
     first, last = lo // FACTOR * FACTOR, hi // FACTOR * FACTOR + FACTOR - 1
-    connection.execute(_FROM_POINTS, {"run": run_id, "names": names, "lo": first, "hi": last})
+    connection.execute(from_points, {"run": run_id, "names": names_param, "lo": first,
+                                     "hi": last})
     for level in range(2, LEVELS + 1):
         # buckets of the level below that make up the touched buckets of this level
         lo_b, hi_b = lo // width(level) * FACTOR, hi // width(level) * FACTOR + FACTOR - 1
-        connection.execute(_FROM_LEVEL, {"run": run_id, "level": level, "below": level - 1,
-                                         "names": names, "lo": lo_b, "hi": hi_b})
+        connection.execute(from_level, {"run": run_id, "level": level, "below": level - 1,
+                                        "names": names_param, "lo": lo_b, "hi": hi_b})
 
 
 @dataclass

@@ -21,7 +21,23 @@ LEVELS = 4  # level k has buckets of 16**k steps (app/metrics/rollups.py)
 FACTOR = 16
 
 
+def _points_without_rowid() -> None:
+    """SQLite: the points become a clustered table (WITHOUT ROWID): the primary key is the
+    table, so each point is written once, not to a rowid table and again to the key's index
+    (78 -> ~40 bytes a point, and about half the insert work)."""
+    op.execute(
+        "CREATE TABLE metric_points_clustered (run_id INTEGER NOT NULL REFERENCES runs (id) "
+        "ON DELETE CASCADE, name VARCHAR(200) NOT NULL, step INTEGER NOT NULL, value FLOAT, "
+        "raw VARCHAR(8), PRIMARY KEY (run_id, name, step)) WITHOUT ROWID")
+    op.execute("INSERT INTO metric_points_clustered SELECT run_id, name, step, value, raw "
+               "FROM metric_points")
+    op.execute("DROP TABLE metric_points")
+    op.execute("ALTER TABLE metric_points_clustered RENAME TO metric_points")
+
+
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        _points_without_rowid()
     op.create_table(
         "metric_rollups",
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"),
@@ -38,6 +54,7 @@ def upgrade() -> None:
         sa.Column("nonfinite", sa.Integer(), nullable=False),
         sa.Column("nonfinite_step", sa.Integer(), nullable=True),
         sa.Column("nonfinite_raw", sa.String(8), nullable=True),
+        sqlite_with_rowid=False,
     )
     if op.get_bind().dialect.name == "postgresql":
         # Every batch rewrites its few open buckets and the run row: room on each page lets
