@@ -5,8 +5,9 @@ Usage: python bench/run_page_load.py [STEPS ...] [--backend sqlite|postgresql]
 
 For each length it fills a fresh run through the real ingest path (points, chart summaries),
 then requests the run page over the app (in-process ASGI client, the whole stack: routing,
-queries, figures, template), first with fresh processes caches emptied ("cold": a new engine,
-so no pooled connection and SQLite's page cache is empty) and then again ("warm"). It prints
+queries, figures, template), first through a fresh engine ("cold": no pooled connection, and
+SQLite's page cache empty; the process itself was warmed on a 10-step run) and then again
+("warm", best of 3). It prints
 server time, the page's bytes raw and gzipped, the chart-zoom endpoint for a 1% range, and the
 ratio of the longest run's time to the shortest's (the goal: flat in the number of steps).
 """
@@ -99,6 +100,9 @@ def main() -> None:
     print(f"{'steps':>8}{'fill s':>8}{'cold ms':>9}{'warm ms':>9}{'KB':>8}{'KB gz':>8}"
           f"{'zoom 1% ms':>12}{'zoom KB':>9}")
     warm_times: dict[int, float] = {}
+    warmup = fill(10)  # the process's first page compiles templates and imports: not data cost
+    for _ in range(2):
+        timed(client, f"/runs/{warmup}")
     try:
         for n in args.steps:
             t = time.perf_counter()
