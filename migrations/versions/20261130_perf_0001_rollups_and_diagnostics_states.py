@@ -86,15 +86,16 @@ def upgrade() -> None:
     op.execute("INSERT INTO diagnostics_states (run_id, state, through) "
                "SELECT id, diagnostics_state, coalesce(diagnostics_through, -1) FROM runs "
                "WHERE diagnostics_state IS NOT NULL")
-    with op.batch_alter_table("runs") as batch_op:
-        batch_op.drop_column("diagnostics_state")
-        batch_op.drop_column("diagnostics_through")
+    # Not batch mode: on SQLite that copies ``runs`` to a new table and drops the old one,
+    # and with foreign keys on, dropping it deletes every run's points, findings and rollups
+    # (ON DELETE CASCADE). SQLite (3.35+) and PostgreSQL both drop a column in place.
+    op.execute("ALTER TABLE runs DROP COLUMN diagnostics_state")
+    op.execute("ALTER TABLE runs DROP COLUMN diagnostics_through")
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("runs") as batch_op:
-        batch_op.add_column(sa.Column("diagnostics_state", sa.JSON(), nullable=True))
-        batch_op.add_column(sa.Column("diagnostics_through", sa.Integer(), nullable=True))
+    op.add_column("runs", sa.Column("diagnostics_state", sa.JSON(), nullable=True))
+    op.add_column("runs", sa.Column("diagnostics_through", sa.Integer(), nullable=True))
     op.execute("UPDATE runs SET diagnostics_state = (SELECT state FROM diagnostics_states d "
                "WHERE d.run_id = runs.id), diagnostics_through = (SELECT through FROM "
                "diagnostics_states d WHERE d.run_id = runs.id)")
