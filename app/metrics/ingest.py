@@ -74,7 +74,10 @@ def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
     for run_id in {r[0] for r in rows}:
         mine = [r for r in rows if r[0] == run_id] if len({r[0] for r in rows}) > 1 else rows
         steps = [r[2] for r in mine]
-        rollups.refresh(db, run_id, {r[1] for r in mine}, min(steps), max(steps))
+        rollups.refresh(db, run_id, {r[1] for r in mine}, min(steps), max(steps), range(1, 2))
+        run = db.get(Run, run_id)
+        if run is not None:
+            rollups.note_stale(run, min(steps), max(steps))
 
 
 def _pg_copy(connection: Connection, rows: list[tuple[object, ...]]) -> None:

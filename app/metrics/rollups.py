@@ -7,10 +7,12 @@ Storage layout (table ``metric_rollups``, one row per run, level, metric and buc
   and the non-finite values (count, first step, one of their kinds: NaN, inf or -inf);
 * the primary key (run, level, name, bucket) makes one level of all a run's metrics one index
   range, so the page of a 1M-step run reads ~250 rows per metric at level 3;
-* maintained at ingest, in the same transaction as the points, by recomputing only the buckets
-  the batch touched from the level below (set-based SQL, no per-point Python). Recomputing
-  rather than adding keeps it idempotent: a re-sent step overwrites its point, and its buckets
-  come out the same.
+* level 1 is maintained at ingest, in the same transaction as the points, by recomputing the
+  buckets the batch touched (set-based SQL, no per-point Python); the levels above are
+  recomputed from the level below over the run's stale step range (``runs.rollups_stale_lo/hi``,
+  widened by each batch) when a chart next reads them, so a batch costs one statement, not four.
+  Recomputing rather than adding keeps it idempotent: a re-sent step overwrites its point, and
+  its buckets come out the same.
 
 A chart of a step range picks the finest level that fits its point budget (two points, min and
 max, per bucket), so spikes survive at every zoom and NaN/inf keep a marker; zooming in reads
@@ -24,10 +26,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
-from app.metrics.series import Series, downsample, load_series
+from app.core.db import begin_write
+from app.metrics.series import Series, downsample, load_series, stored_names
+from app.runs.models import Run
 
 FACTOR = 16
 LEVELS = 4  # widths 16 .. 65536 steps: a 10M-step run still draws ~150 buckets per metric
@@ -66,23 +70,51 @@ def width(level: int) -> int:
     return FACTOR ** level
 
 
-def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int) -> None:
-    """Recompute every level's buckets that hold steps ``lo..hi`` of these metrics."""
+def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int,
+            levels: range = range(1, LEVELS + 1)) -> None:
+    """Recompute the buckets of ``levels`` that hold steps ``lo..hi`` of these metrics (all
+    metrics when ``names`` is None), each level from the one below."""
+    connection = db.connection()
+    postgres = connection.dialect.name == "postgresql"
+    from_points, from_level = _STATEMENTS["postgresql" if postgres else "sqlite"]
+    if names is None:
+        names = stored_names(db, run_id)
     if not names:
         return
-    connection = db.connection()
-    from_points, from_level = _STATEMENTS[
-        "postgresql" if connection.dialect.name == "postgresql" else "sqlite"]
     listed = sorted(set(names))
-    names_param = listed if connection.dialect.name == "postgresql" else json.dumps(listed)
-    first, last = lo // FACTOR * FACTOR, hi // FACTOR * FACTOR + FACTOR - 1
-    connection.execute(from_points, {"run": run_id, "names": names_param, "lo": first,
-                                     "hi": last})
-    for level in range(2, LEVELS + 1):
+    names_param = listed if postgres else json.dumps(listed)
+    for level in levels:
+        if level == 1:
+            connection.execute(from_points, {
+                "run": run_id, "names": names_param, "lo": lo // FACTOR * FACTOR,
+                "hi": hi // FACTOR * FACTOR + FACTOR - 1})
+            continue
         # buckets of the level below that make up the touched buckets of this level
         lo_b, hi_b = lo // width(level) * FACTOR, hi // width(level) * FACTOR + FACTOR - 1
         connection.execute(from_level, {"run": run_id, "level": level, "below": level - 1,
                                         "names": names_param, "lo": lo_b, "hi": hi_b})
+
+
+def note_stale(run: Run, lo: int, hi: int) -> None:
+    """Ingest refreshes level 1 only and widens the run's stale range for the levels above:
+    three statements fewer per batch, folded into the run-row update the batch makes anyway."""
+    run.rollups_stale_lo = lo if run.rollups_stale_lo is None else min(run.rollups_stale_lo, lo)
+    run.rollups_stale_hi = hi if run.rollups_stale_hi is None else max(run.rollups_stale_hi, hi)
+
+
+def catch_up(db: Session, run: Run) -> None:
+    """Before a chart reads the levels above 1: recompute their stale range, under the run's
+    row lock (ingest holds it too, so no batch slips in between), and commit."""
+    if run.rollups_stale_lo is None:
+        return
+    begin_write(db)
+    locked = db.scalars(select(Run).where(Run.id == run.id).with_for_update()
+                        .execution_options(populate_existing=True)).one()
+    if locked.rollups_stale_lo is not None:
+        refresh(db, run.id, None, locked.rollups_stale_lo, locked.rollups_stale_hi or 0,
+                range(2, LEVELS + 1))
+        locked.rollups_stale_lo = locked.rollups_stale_hi = None
+    db.commit()
 
 
 @dataclass
@@ -97,7 +129,8 @@ class ChartData:
 
 
 def span(db: Session, run_id: int) -> tuple[int, int] | None:
-    """(first, last) stored step of the run, from the coarsest level (a few rows)."""
+    """(first, last) stored step of the run, from the coarsest level (a few rows; current once
+    ``catch_up`` ran)."""
     row = db.connection().execute(text(
         "SELECT min(first_step), max(last_step) FROM metric_rollups "
         "WHERE run_id = :run AND level = :level"), {"run": run_id, "level": LEVELS}).one()
@@ -114,9 +147,11 @@ def pick_level(steps: int, max_points: int) -> int:
     return LEVELS
 
 
-def chart_data(db: Session, run_id: int, max_points: int, names: list[str] | None = None,
+def chart_data(db: Session, run: Run, max_points: int, names: list[str] | None = None,
                x0: int | None = None, x1: int | None = None) -> ChartData:
     """The run's metrics over steps ``x0..x1`` (default: all), at the finest level that fits."""
+    catch_up(db, run)
+    run_id = run.id
     known = span(db, run_id)
     if known is None:
         return ChartData({}, 0, 1, 0)

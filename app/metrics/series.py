@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import Connection, Select, func, select, text
+from sqlalchemy import Connection, Select, func, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 from tsdownsample import MinMaxLTTBDownsampler
@@ -100,11 +100,12 @@ def _grouped(connection: Connection, stmt: Select) -> dict[str, Series]:
 
 
 def stored_names(db: Session, run_id: int) -> list[str]:
-    """The run's metric names, from the coarsest chart summaries (app/metrics/rollups.py): one
-    row per name, where the points table would need a scan of every point."""
-    return list(db.connection().execute(text(
-        "SELECT DISTINCT name FROM metric_rollups WHERE run_id = :run AND level = 4"),
-        {"run": run_id}).scalars())
+    """The run's metric names, as ingest keeps them on the run row (``pipeline._note_names``):
+    one row, where the points table would need a scan of every point."""
+    from app.runs.models import Run  # the run imports nothing from here; keep it that way
+
+    run = db.get(Run, run_id)
+    return list(run.metric_names or []) if run is not None else []
 
 
 def downsample(series: Series, max_points: int) -> Series:

@@ -103,12 +103,12 @@ def chart(run_id: int, db: SessionDep,
     at the finest resolution that fits ``max_points`` per metric: raw points (level 0) or, per
     bucket of ``width`` steps, its min and max (NaN/inf as strings, one per bucket that had
     any). ``last_step`` is where a live poll (``metrics?after=``) resumes."""
-    run_or_404(db, run_id)
+    run = run_or_404(db, run_id)
     if x0 is not None and x1 is not None and x1 < x0:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
                             f"x1 ({x1}) is before x0 ({x0})")
     wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    data = chart_data(db, run_id, max_points, wanted, x0, x1)
+    data = chart_data(db, run, max_points, wanted, x0, x1)
     # a JSONResponse as is: FastAPI's encoder walks every number of a 50k-point answer first
     return JSONResponse({"level": data.level, "width": data.width, "last_step": data.last_step,
                          "series": {name: s.to_json() for name, s in data.series.items()}})

@@ -46,3 +46,6 @@ class Run(Base):
     # Bumped by every diagnostics update. The state itself lives in ``diagnostics_states``
     # (app/health/models.py), off this row: app/health/state_cache.py keeps it between batches.
     diagnostics_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Steps whose chart summaries above level 1 are out of date (app/metrics/rollups.py).
+    rollups_stale_lo: Mapped[int | None] = mapped_column(Integer)
+    rollups_stale_hi: Mapped[int | None] = mapped_column(Integer)

@@ -104,7 +104,7 @@ def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
     """Charts read the run's summaries (``app/metrics/rollups.py``): rows in proportion to the
     points drawn, whatever the run's length."""
-    data = chart_data(db, run.id, get_settings().chart_max_points)
+    data = chart_data(db, run, get_settings().chart_max_points)
     marks = marks_by_panel([f.to_dict() for f in findings if f.active])
     return {**_run_context(run), "charts": run_figures(data.series, marks),
             "after": data.last_step, "version": structure_version(run, findings)}

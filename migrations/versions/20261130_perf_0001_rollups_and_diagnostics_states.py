@@ -91,9 +91,13 @@ def upgrade() -> None:
     # (ON DELETE CASCADE). SQLite (3.35+) and PostgreSQL both drop a column in place.
     op.execute("ALTER TABLE runs DROP COLUMN diagnostics_state")
     op.execute("ALTER TABLE runs DROP COLUMN diagnostics_through")
+    op.add_column("runs", sa.Column("rollups_stale_lo", sa.Integer(), nullable=True))
+    op.add_column("runs", sa.Column("rollups_stale_hi", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
+    op.execute("ALTER TABLE runs DROP COLUMN rollups_stale_hi")
+    op.execute("ALTER TABLE runs DROP COLUMN rollups_stale_lo")
     op.add_column("runs", sa.Column("diagnostics_state", sa.JSON(), nullable=True))
     op.add_column("runs", sa.Column("diagnostics_through", sa.Integer(), nullable=True))
     op.execute("UPDATE runs SET diagnostics_state = (SELECT state FROM diagnostics_states d "

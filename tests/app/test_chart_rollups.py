@@ -16,7 +16,8 @@ from sqlalchemy import select
 from app.core.db import get_sessionmaker
 from app.metrics import pipeline
 from app.metrics.models import MetricPoint, MetricRollup
-from app.metrics.rollups import FACTOR, LEVELS, chart_data
+from app.metrics.rollups import FACTOR, LEVELS, catch_up, chart_data
+from app.runs.models import Run
 from app.runs.service import get_run_for_update
 from tests.app.conftest import running_run
 
@@ -69,7 +70,17 @@ def test_every_level_equals_the_points_after_overlaps_resends_and_nonfinite(
     _receive(run_id, [(s, {"reward": 0.5, "loss": 1.0 / s}) for s in range(700, 5000)])
     points, rollups = _stored(run_id)
     assert len(points) == 2 * 632 + 2 * 4300  # steps 0..631 of reward and kl, then 700..4999
-    assert rollups == _expected(points)
+    expected = _expected(points)
+    # ingest keeps level 1 exact and marks the steps whose upper levels are out of date ...
+    assert {k: v for k, v in rollups.items() if k[0] == 1} == {
+        k: v for k, v in expected.items() if k[0] == 1}
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None and (run.rollups_stale_lo, run.rollups_stale_hi) == (0, 4999)
+        catch_up(db, run)  # ... which the next chart read brings up to date
+        assert db.get(Run, run_id).rollups_stale_lo is None
+    points, rollups = _stored(run_id)
+    assert rollups == expected
     assert rollups[(1, "reward", 300 // FACTOR)][3] == 50.0  # the spike is the bucket max
     assert rollups[(1, "kl", 300 // FACTOR)][6:] == (2, 300)  # NaN and inf, first at 300
     assert rollups[(1, "reward", 17 // FACTOR)][2] == -9.0  # the re-sent value, not the old
@@ -83,7 +94,9 @@ def test_a_long_run_is_drawn_from_a_coarse_level_and_zoom_reads_the_finer_one(
     for i in range(0, len(rows), 5_000):
         _receive(run_id, rows[i:i + 5_000])
     with get_sessionmaker()() as db:
-        whole = chart_data(db, run_id, max_points=300)
+        run = db.get(Run, run_id)
+        assert run is not None
+        whole = chart_data(db, run, max_points=300)
     assert whole.level == 2 and whole.width == 256 and whole.last_step == 30_000
     assert all(len(s.steps) <= 300 for s in whole.series.values())
     assert max(whole.series["reward"].values) == 7.0 + 0.1 * math.sin(12_345 / 50)
