@@ -81,7 +81,7 @@ def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int,
         names = stored_names(db, run_id)
     if not names:
         return
-    listed = sorted(set(names))
+    listed = sorted({n[:200] for n in names})  # as stored (``ingest._point`` cuts names)
     names_param = listed if postgres else json.dumps(listed)
     for level in levels:
         if level == 1:
