@@ -1,53 +1,131 @@
-"""Cost of building a run page's charts for a long run (what a live poll pays).
+"""Server time and bytes of a long run's page, at several run lengths, cold and warm.
 
-Usage: python bench/run_page_load.py [N_STEPS] — fills a temporary SQLite database through the
-real ingest path with N_STEPS steps x 20 metrics, then times the chart context build.
+Usage: python bench/run_page_load.py [STEPS ...] [--backend sqlite|postgresql]
+       (default 1000 10000 100000 steps x 25 metrics)
+
+For each length it fills a fresh run through the real ingest path (points, chart summaries),
+then requests the run page over the app (in-process ASGI client, the whole stack: routing,
+queries, figures, template), first through a fresh engine ("cold": no pooled connection, and
+SQLite's page cache empty; the process itself was warmed on a 10-step run) and then again
+("warm", best of 3). It prints
+server time, the page's bytes raw and gzipped, the chart-zoom endpoint for a 1% range, and the
+ratio of the longest run's time to the shortest's (the goal: flat in the number of steps).
 """
 
 from __future__ import annotations
 
+import argparse
+import gzip
+import math
 import os
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.load import METRICS, PG_ADMIN
 
-def main(n_steps: int) -> None:
-    tmp = tempfile.mkdtemp()
-    os.environ["GRPODECK_DATABASE_URL"] = f"sqlite:///{tmp}/bench.db"
-    from tests.conftest import migrate
+CHUNK = 2_000  # steps per ingest call while filling
 
-    migrate(os.environ["GRPODECK_DATABASE_URL"])
-    import math
 
+def _database(backend: str) -> tuple[str, str | None]:
+    if backend == "sqlite":
+        return f"sqlite:///{tempfile.mkdtemp()}/bench.db", None
+    import psycopg
+
+    name = f"grpodeck_bench_page_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", name
+
+
+def fill(n_steps: int) -> int:
+    """A running run with n_steps x 25 metrics stored by the real pipeline; returns its id."""
     from app.core.db import get_sessionmaker
-    from app.metrics.ingest import ingest
+    from app.metrics import pipeline
     from app.runs import service
-    from app.runs.views import _charts_context
     from grpodeck.contract.spec import RunSpec
 
-    names = ["reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "loss", "grad_norm",
-             "learning_rate", "completions/mean_length", "completions/min_length",
-             "completions/max_length", "completions/clipped_ratio", "rewards/a/mean",
-             "rewards/b/mean", "clip_ratio/region_mean", "clip_ratio/low_mean",
-             "clip_ratio/high_mean", "completions/mean_terminated_length", "epoch", "step_time"]
     with get_sessionmaker()() as db:
         run, _ = service.create_run(db, spec=RunSpec(max_steps=n_steps))
-        t = time.perf_counter()
-        for start in range(1, n_steps + 1, 1000):
-            rows = [(s, {n: math.sin(s / 100 + i) for i, n in enumerate(names)})
-                    for s in range(start, min(start + 1000, n_steps + 1))]
-            ingest(db, run, rows)
         db.commit()
-        print(f"ingest {n_steps} steps x {len(names)} metrics: {time.perf_counter() - t:.2f} s")
-        for _ in range(2):
+        run_id = run.id
+    for start in range(1, n_steps + 1, CHUNK):
+        rows = [(s, {n: math.sin(s / 100 + i) + (5.0 if s % 9973 == 0 else 0.0)
+                     for i, n in enumerate(METRICS)})
+                for s in range(start, min(start + CHUNK, n_steps + 1))]
+        with get_sessionmaker()() as db:
+            run = service.get_run_for_update(db, run_id)
+            pipeline.receive(db, run, rows, track_progress=False)
+            db.commit()
+    return run_id
+
+
+def _fresh_engine() -> None:
+    from app.core import db
+
+    db.get_engine().dispose()
+    for cached in (db.get_engine, db.get_sessionmaker):
+        cached.cache_clear()
+
+
+def timed(client, url: str) -> tuple[float, int, int]:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    reply = client.get(url)
+    elapsed = time.perf_counter() - start
+    reply.raise_for_status()
+    return elapsed, len(reply.content), len(gzip.compress(reply.content, 6))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("steps", nargs="*", type=int, default=[1_000, 10_000, 100_000])
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    args = parser.parse_args()
+    url, pg_name = _database(args.backend)
+    os.environ["GRPODECK_DATABASE_URL"] = url
+    os.environ.setdefault("GRPODECK_AUTH", "off")
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import migrate
+
+    migrate(url)
+    client = TestClient(create_app(), base_url="http://127.0.0.1")
+    print(f"{args.backend}, {len(METRICS)} metrics per step, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"{'steps':>8}{'fill s':>8}{'cold ms':>9}{'warm ms':>9}{'KB':>8}{'KB gz':>8}"
+          f"{'zoom 1% ms':>12}{'zoom KB':>9}")
+    warm_times: dict[int, float] = {}
+    warmup = fill(10)  # the process's first page compiles templates and imports: not data cost
+    for _ in range(2):
+        timed(client, f"/runs/{warmup}")
+    try:
+        for n in args.steps:
             t = time.perf_counter()
-            ctx = _charts_context(db, run, [])
-            print(f"chart context: {time.perf_counter() - t:.3f} s, {len(ctx['charts'])} charts")
+            run_id = fill(n)
+            filled = time.perf_counter() - t
+            _fresh_engine()
+            cold, size, gz = timed(client, f"/runs/{run_id}")
+            warm = min(timed(client, f"/runs/{run_id}")[0] for _ in range(3))
+            x0 = n // 2
+            zoom, zsize, _ = timed(client, f"/api/runs/{run_id}/chart?x0={x0}&x1={x0 + n // 100}")
+            warm_times[n] = warm
+            print(f"{n:>8}{filled:>8.1f}{cold * 1e3:>9.0f}{warm * 1e3:>9.0f}{size / 1e3:>8.0f}"
+                  f"{gz / 1e3:>8.0f}{zoom * 1e3:>12.0f}{zsize / 1e3:>9.0f}")
+        lo, hi = min(warm_times), max(warm_times)
+        print(f"warm page time {hi} steps / {lo} steps: {warm_times[hi] / warm_times[lo]:.2f}x")
+    finally:
+        if pg_name:
+            import psycopg
+
+            _fresh_engine()
+            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20_000)
+    main()

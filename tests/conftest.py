@@ -10,6 +10,7 @@ nothing, template rendering of what another test already stored on both) is mark
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +28,9 @@ from app.core import db as db_module
 from app.core.config import ROOT
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+# The tests assert findings batch by batch, so the detectors run on every batch here (servers
+# the tests start inherit this); tests/app/test_perf_ingest.py covers the production rate bound.
+os.environ.setdefault("GRPODECK_DIAGNOSTICS_MIN_INTERVAL_SECONDS", "0")
 BACKENDS = ("sqlite", "postgresql")
 
 # The smallest real GRPO run: the built-in tiny random model, one group of 4, 16 tokens.

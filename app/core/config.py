@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     diagnostics_persist_seconds: float = Field(
         10.0, description="how often a live run's diagnostics state is written back; between "
         "writes it lives in the web process and is rebuilt from stored points if lost")
+    diagnostics_min_interval_seconds: float = Field(
+        1.0, ge=0, description="a live run's detectors run at most this often; batches between "
+        "two evaluations only feed the diagnostics state (0: evaluate every batch)")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
     max_body_bytes: int = Field(
         256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "

@@ -11,6 +11,7 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
+from app.core.assets import asset
 from app.core.config import ROOT
 from app.health.stability import label as verdict_label
 
@@ -66,5 +67,6 @@ def verdict_of(run: Any) -> tuple[str, str]:
     return verdict_label(run.verdict, live=run.status in ("queued", "running"))
 
 
+templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
 templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
                              verdict=verdict_of)

@@ -148,6 +148,13 @@ class DiagnosticsState:
 
         ``rows=[]`` with a fresh ``context`` (``now``) re-checks time-based findings (lost).
         """
+        self.feed(rows, context)
+        self.diagnosis = self._diagnose()
+        return self.diagnosis
+
+    def feed(self, rows: list[tuple[int, dict]], context: RunContext | None = None) -> None:
+        """Ingest rows without running the detectors (``update`` = feed + diagnose): what a live
+        run's batches cost between two evaluations."""
         if context is not None:
             self.context = context
         for name, (steps, values) in _columns(rows).items():
@@ -158,8 +165,6 @@ class DiagnosticsState:
                     continue
                 h = self.metrics[name] = MetricHistory()
             h.add(name, steps, values)
-        self.diagnosis = self._diagnose()
-        return self.diagnosis
 
     def _diagnose(self) -> Diagnosis:
         view = View(self.metrics, self.context)

@@ -70,3 +70,19 @@ class Stored:
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.active)  # callers that only want the active records keep working
+
+
+class DiagnosticsRecord(Base):
+    """A run's incremental diagnostics state (about 100 kB of JSON) and the last step it covers.
+
+    Its own table, not a column of ``runs``: the run row is updated by every report batch, and
+    on PostgreSQL each update of a row that carried the state wrote a new copy of it (626 MB of
+    dead tuples for 14 runs, issue 12). Written at most every ``diagnostics_persist_seconds``
+    per live run (app/health/state_cache.py)."""
+
+    __tablename__ = "diagnostics_states"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    through: Mapped[int] = mapped_column(Integer)

@@ -1,8 +1,9 @@
 """Runs the pure diagnostics as metrics arrive, stores findings, and applies the guard rail.
 
-The diagnostics state (bounded in size) lives on the run row and, between batches, decoded in
+The diagnostics state (bounded in size) lives in its own table and, between batches, decoded in
 ``state_cache``, so each ingest batch costs work proportional to the batch, never a re-scan of
-the run's history nor a rewrite of the whole state.
+the run's history nor a rewrite of the whole state; the detectors and the findings upsert run at
+a bounded rate per live run.
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
     """Feed new rows (or none, to re-check time-based findings) and store the result.
 
     Returns the raw diagnosis; what the page shows (and the guard rail acts on) is its
-    stabilised form, stored by ``store``."""
+    stabilised form, stored by ``store``. When the detectors' rate bound skipped this batch
+    (``state_cache``), findings stay as stored and the last diagnosis is returned."""
     diagnosis = state_cache.update(db, run, rows, context_for(run, now))
+    if diagnosis is None:
+        return state_cache.last_diagnosis(run.id)
     latest = max((step for step, _ in rows), default=0)
     now = now or datetime.now(UTC)
     stored = store(db, run, diagnosis, now, new_steps=bool(rows),

@@ -2,12 +2,17 @@
 
 Each run's state is about 100 kB of JSON. Decoding it and writing it back on every report batch
 cost more than everything else ingest does (issue 7, load drill), so the decoded state stays here
-and is written back at most every ``diagnostics_persist_seconds`` (and always for runs that are
-not live). Correctness does not rest on this cache: every update bumps ``runs.diagnostics_revision``
-in the same transaction, and an entry is used only if its revision is the stored one. Otherwise
-(another web process, a restart, a rolled-back transaction) the stored state is loaded and the
-metric points stored after its watermark ``diagnostics_through`` are replayed into it; the state
-itself ignores steps it has already seen.
+and is written back, to its own table ``diagnostics_states`` (not the runs row, issue 12), at most
+every ``diagnostics_persist_seconds`` (and always for runs that are not live). Correctness does
+not rest on this cache: every update bumps ``runs.diagnostics_revision`` in the same transaction,
+and an entry is used only if its revision is the stored one. Otherwise (another web process, a
+restart, a rolled-back transaction) the stored state is loaded and the metric points stored after
+its watermark ``through`` are replayed into it; the state itself ignores steps it has already seen.
+
+The detectors run at a bounded rate per live run (``diagnostics_min_interval_seconds``): a batch
+that arrives sooner after the last evaluation only feeds the state (cheap, per batch), and the next
+batch after the interval evaluates everything seen so far. Ending a run and the lost-run check
+always evaluate.
 """
 
 from __future__ import annotations
@@ -16,18 +21,20 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.config import get_settings
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
+from app.health.models import DiagnosticsRecord
 from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.models import Run
 
 MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
+MAX_PENDING_ROWS = 2_000  # rows held back between two evaluations before they are fed anyway
 
 
 @dataclass
@@ -36,6 +43,8 @@ class _Entry:
     state: DiagnosticsState
     through: int
     persisted_at: float
+    evaluated_at: float = 0.0
+    pending: list[tuple[int, dict[str, float]]] = field(default_factory=list)  # not yet fed
 
 
 _entries: OrderedDict[int, _Entry] = OrderedDict()
@@ -64,13 +73,13 @@ def _parse(raw: str | None) -> float | None:
 
 def _load(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState, int, bool]:
     """(state, watermark, replayed): the stored state brought up to date with stored points."""
-    state = None
-    if run.diagnostics_state:
+    state, through = None, -1
+    record = db.get(DiagnosticsRecord, run.id)
+    if record is not None:
         try:
-            state = DiagnosticsState.from_json(run.diagnostics_state)
+            state, through = DiagnosticsState.from_json(record.state), record.through
         except ValueError:  # an older state format: start afresh rather than fail ingest
-            state = None
-    through = run.diagnostics_through if state is not None and run.diagnostics_through is not None else -1
+            state, through = None, -1
     if state is None:
         state = DiagnosticsState.new(context)
     replay = _stored_rows(db, run.id, through)
@@ -80,34 +89,61 @@ def _load(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState,
     return state, through, bool(replay)
 
 
+def _persist(db: Session, run_id: int, state: DiagnosticsState, through: int) -> None:
+    record = db.get(DiagnosticsRecord, run_id)
+    if record is None:
+        db.add(DiagnosticsRecord(run_id=run_id, state=state.to_json(), through=through))
+    else:
+        record.state, record.through = state.to_json(), through
+
+
 def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
-           context: RunContext) -> Diagnosis:
-    """Feed ``rows`` (already stored as points in this transaction) and return the diagnosis."""
+           context: RunContext) -> Diagnosis | None:
+    """Feed ``rows`` (already stored as points in this transaction) and return the diagnosis,
+    or None when the detectors were not run this time (see the rate bound above)."""
     with _guard:
         entry = _entries.get(run.id)
-    if entry is not None and entry.revision == run.diagnostics_revision:
-        state, through, persisted_at = entry.state, entry.through, entry.persisted_at
-        diagnosis = state.update(rows, context)
-    else:  # the replay includes this batch's rows: they were stored before diagnostics ran
-        state, through, replayed = _load(db, run, context)
-        diagnosis = state.update(rows if not replayed else [], context)
-        persisted_at = 0.0
-    if rows:
-        through = max(through, max(step for step, _ in rows))
     now = time.monotonic()
     live = lifecycle.is_live(run)
-    if not live or now - persisted_at >= get_settings().diagnostics_persist_seconds:
-        run.diagnostics_state, run.diagnostics_through, persisted_at = state.to_json(), through, now
+    if entry is not None and entry.revision == run.diagnostics_revision:
+        state, through = entry.state, entry.through
+        persisted_at, evaluated_at = entry.persisted_at, entry.evaluated_at
+        pending = [*entry.pending, *rows]  # a new list: a rolled-back batch leaves no trace
+    else:  # the replay includes this batch's rows: they were stored before diagnostics ran
+        state, through, replayed = _load(db, run, context)
+        pending = list(rows) if not replayed else []
+        persisted_at = evaluated_at = 0.0
+    settings = get_settings()
+    persist = not live or now - persisted_at >= settings.diagnostics_persist_seconds
+    diagnosis = None
+    if not (rows and live and now - evaluated_at < settings.diagnostics_min_interval_seconds):
+        diagnosis, evaluated_at, pending = state.update(pending, context), now, []
+    elif persist or len(pending) > MAX_PENDING_ROWS:
+        state.feed(pending, context)  # batches between evaluations are fed in one go
+        pending = []
+    if rows:
+        through = max(through, max(step for step, _ in rows))
+    if persist:
+        _persist(db, run.id, state, through)
+        persisted_at = now
     run.diagnostics_revision = (run.diagnostics_revision or 0) + 1
     if not live:  # imported or ended: written back in full, nothing worth keeping in memory
         forget(run.id)
         return diagnosis
     with _guard:
-        _entries[run.id] = _Entry(run.diagnostics_revision, state, through, persisted_at)
+        _entries[run.id] = _Entry(run.diagnostics_revision, state, through, persisted_at,
+                                  evaluated_at, pending)
         _entries.move_to_end(run.id)
         while len(_entries) > MAX_RUNS:
             _entries.popitem(last=False)
     return diagnosis
+
+
+def last_diagnosis(run_id: int) -> Diagnosis:
+    """The diagnosis of the run's last evaluation in this process (healthy if none)."""
+    with _guard:
+        entry = _entries.get(run_id)
+    return entry.state.diagnosis if entry is not None else Diagnosis("healthy", [])
 
 
 def forget(run_id: int) -> None:

@@ -10,11 +10,10 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from app.metrics.models import MetricPoint
+from app.metrics import rollups
 from app.metrics.names import Row
 from app.runs.models import Run
 
@@ -35,18 +34,65 @@ def to_points(run_id: int, rows: Sequence[Row]) -> list[dict[str, object]]:
     return list(merged.values())
 
 
+# Hand-written SQL on the driver's fast paths (the ORM's bulk insert spent ~10 us per point
+# collecting parameters). SQLite: one prepared statement, executemany (C loop). PostgreSQL: the
+# whole batch as five arrays in one statement (``unnest``), or COPY into a temporary table for
+# imports, where one round trip per batch is no longer what costs.
+_SQLITE_UPSERT = (
+    "INSERT INTO metric_points (run_id, name, step, value, raw) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, raw = excluded.raw")
+_PG_UPSERT = (
+    "INSERT INTO metric_points (run_id, name, step, value, raw) "
+    "SELECT * FROM unnest(%s::int[], %s::varchar[], %s::int[], %s::float8[], %s::varchar[]) "
+    "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, raw = EXCLUDED.raw")
+_PG_COPY_FROM = 2_000  # points; below this one unnest statement is as fast and simpler
+_PG_STAGE = ("CREATE TEMPORARY TABLE IF NOT EXISTS metric_points_in "
+             "(run_id int, name varchar(200), step int, value float8, raw varchar(8)) "
+             "ON COMMIT DELETE ROWS")
+_PG_FROM_STAGE = (
+    "INSERT INTO metric_points (run_id, name, step, value, raw) "
+    "SELECT run_id, name, step, value, raw FROM metric_points_in "
+    "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, raw = EXCLUDED.raw")
+
+
 def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
-    """One parameterised upsert executed for many rows: SQLAlchemy batches it into multi-row
-    statements ("insertmanyvalues") without compiling a new statement per batch."""
+    """Insert or overwrite points by (run, name, step) in one driver call per batch.
+
+    Points must be unique by that key (``to_points`` merges repeats): PostgreSQL refuses to
+    update one row twice in a statement."""
     if not points:
         return
-    insert = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
-    stmt = insert(MetricPoint)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["run_id", "name", "step"],
-        set_={"value": stmt.excluded.value, "raw": stmt.excluded.raw},
-    )
-    db.execute(stmt, points)
+    connection = db.connection()
+    rows = [(p["run_id"], p["name"], p["step"], p["value"], p["raw"]) for p in points]
+    if connection.dialect.name != "postgresql":
+        connection.exec_driver_sql(_SQLITE_UPSERT, rows)
+    elif len(rows) < _PG_COPY_FROM:
+        columns = [list(c) for c in zip(*rows, strict=True)]
+        connection.exec_driver_sql(_PG_UPSERT, tuple(columns))
+    else:
+        _pg_copy(connection, rows)
+    for run_id in {r[0] for r in rows}:
+        mine = [r for r in rows if r[0] == run_id] if len({r[0] for r in rows}) > 1 else rows
+        steps = [r[2] for r in mine]
+        rollups.refresh(db, run_id, {r[1] for r in mine}, min(steps), max(steps), range(1, 2))
+        run = db.get(Run, run_id)
+        if run is not None:
+            rollups.note_stale(run, min(steps), max(steps))
+
+
+def _pg_copy(connection: Connection, rows: list[tuple[object, ...]]) -> None:
+    """COPY into a per-session temporary table, then one set-based upsert from it."""
+    connection.exec_driver_sql(_PG_STAGE)
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        with cursor.copy("COPY metric_points_in (run_id, name, step, value, raw) "
+                         "FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+    finally:
+        cursor.close()
+    connection.exec_driver_sql(_PG_FROM_STAGE)
+    connection.exec_driver_sql("DELETE FROM metric_points_in")
 
 
 def _update_progress(run: Run, max_step: int, now: datetime) -> None:

@@ -6,7 +6,9 @@ The primary key makes ingest idempotent and is the index the chart queries walk
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, Integer, String
+from typing import ClassVar
+
+from sqlalchemy import Float, ForeignKey, Integer, SmallInteger, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base
@@ -14,6 +16,7 @@ from app.core.db import Base
 
 class MetricPoint(Base):
     __tablename__ = "metric_points"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}  # clustered (migration perf_0001)
 
     run_id: Mapped[int] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
@@ -22,3 +25,28 @@ class MetricPoint(Base):
     step: Mapped[int] = mapped_column(Integer, primary_key=True)
     value: Mapped[float | None] = mapped_column(Float)  # None stores NaN/inf faithfully below
     raw: Mapped[str | None] = mapped_column(String(8))  # "nan", "inf", "-inf" when not finite
+
+
+class MetricRollup(Base):
+    """A summary of one metric over a bucket of ``16**level`` steps (app/metrics/rollups.py).
+
+    The key leads with (run, level) so a chart reads one level of all its metrics as one range.
+    """
+
+    __tablename__ = "metric_rollups"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}
+
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    level: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    bucket: Mapped[int] = mapped_column(Integer, primary_key=True)  # step // 16**level
+    n: Mapped[int] = mapped_column(Integer)  # finite values
+    vsum: Mapped[float | None] = mapped_column(Float)
+    vmin: Mapped[float | None] = mapped_column(Float)
+    vmax: Mapped[float | None] = mapped_column(Float)
+    first_step: Mapped[int] = mapped_column(Integer)
+    last_step: Mapped[int] = mapped_column(Integer)
+    nonfinite: Mapped[int] = mapped_column(Integer)  # NaN/inf values in the bucket
+    nonfinite_step: Mapped[int | None] = mapped_column(Integer)  # the first of them
+    nonfinite_raw: Mapped[str | None] = mapped_column(String(8))  # one of their kinds

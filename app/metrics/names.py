@@ -86,6 +86,25 @@ def to_float(value: object) -> float | None:
 Row = tuple[int, dict[str, float]]  # (step, canonical metric name -> value)
 
 
+_KEYS: dict[str, tuple[str, bool]] = {}  # raw key -> (canonical name, is an old spelling)
+_MAX_KEYS = 100_000  # a stream of ever-new keys must not grow this without bound
+
+
+def _key(raw_key: str) -> tuple[str, bool]:
+    """(canonical name, whether ``raw_key`` is an old spelling), computed once per key: every
+    row of a run repeats the same few dozen keys."""
+    known = _KEYS.get(raw_key)
+    if known is not None:
+        return known
+    # an imported log's keys may hold NUL or lone surrogates, which no database stores
+    key = raw_key if raw_key.isascii() and "\x00" not in raw_key else cleaned(raw_key)
+    name = canonical_name(key)
+    known = (name, name != key.strip())
+    if len(_KEYS) < _MAX_KEYS:
+        _KEYS[raw_key] = known
+    return known
+
+
 def normalize_row(metrics: dict) -> dict[str, float]:
     """Canonical names and float values for one logged row; non-numeric values are dropped.
 
@@ -95,20 +114,22 @@ def normalize_row(metrics: dict) -> dict[str, float]:
     out: dict[str, float] = {}
     from_old: set[str] = set()
     for raw_key, value in metrics.items():
-        if not isinstance(raw_key, str):
-            continue
-        v = to_float(value)
-        if v is None:
-            continue
-        # an imported log's keys may hold NUL or lone surrogates, which no database stores
-        key = raw_key if raw_key.isascii() and "\x00" not in raw_key else cleaned(raw_key)
-        name = canonical_name(key)
-        old = name != key.strip()
-        if name in out and old and name not in from_old:
-            continue  # the new spelling is already there: keep it
-        out[name] = v
-        if old:
-            from_old.add(name)
+        if type(value) is float:  # what JSON numbers mostly are: no conversion to try
+            v = value
         else:
+            v = to_float(value)
+            if v is None:
+                continue
+        if type(raw_key) is not str:
+            if not isinstance(raw_key, str):
+                continue
+            raw_key = str(raw_key)
+        name, old = _key(raw_key)
+        if old:
+            if name in out and name not in from_old:
+                continue  # the new spelling is already there: keep it
+            from_old.add(name)
+        elif from_old:
             from_old.discard(name)
+        out[name] = v
     return out

@@ -43,8 +43,9 @@ class Run(Base):
     # who launched or imported it; None for runs from before accounts, the CLI import, dev mode
     created_by_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), index=True)
-    diagnostics_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
-    # Bumped by every diagnostics update; the stored state covers metric points up to
-    # diagnostics_through (app/health/state_cache.py keeps the live state between batches).
+    # Bumped by every diagnostics update. The state itself lives in ``diagnostics_states``
+    # (app/health/models.py), off this row: app/health/state_cache.py keeps it between batches.
     diagnostics_revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    diagnostics_through: Mapped[int | None] = mapped_column(Integer)
+    # Steps whose chart summaries above level 1 are out of date (app/metrics/rollups.py).
+    rollups_stale_lo: Mapped[int | None] = mapped_column(Integer)
+    rollups_stale_hi: Mapped[int | None] = mapped_column(Integer)

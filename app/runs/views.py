@@ -20,7 +20,7 @@ from app.datasets.store import list_names
 from app.health.api import group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
-from app.metrics.series import downsample, load_series
+from app.metrics.rollups import chart_data
 from app.runs import lifecycle, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import LABELS, REWARD_ROWS, error_summary, validate_form
@@ -102,12 +102,12 @@ def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
 
 
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
-    limit = get_settings().chart_max_points
-    series = {n: downsample(s, limit) for n, s in load_series(db, run.id).items()}
+    """Charts read the run's summaries (``app/metrics/rollups.py``): rows in proportion to the
+    points drawn, whatever the run's length."""
+    data = chart_data(db, run, get_settings().chart_max_points)
     marks = marks_by_panel([f.to_dict() for f in findings if f.active])
-    after = max((s.steps[-1] for s in series.values() if s.steps), default=0)
-    return {**_run_context(run), "charts": run_figures(series, marks), "after": after,
-            "version": structure_version(run, findings)}
+    return {**_run_context(run), "charts": run_figures(data.series, marks),
+            "after": data.last_step, "version": structure_version(run, findings)}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -1,0 +1,277 @@
+"""Ingest throughput: GRPO Deck's HTTP report API next to the trackers users would pick.
+
+Usage: python bench/ingest.py [--steps 2000] [--single-steps 300] [--repeats 1]
+                              [--backend sqlite|postgresql|both] [--skip trackio,mlflow,wandb]
+
+Every contender logs the same N steps x 25 metrics (the metric names a TRL GRPO run logs):
+
+- GRPO Deck: a real uvicorn (``python -m app.cli serve``) on a fresh, migrated database, one
+  claimed run, fed over HTTP by one client the way the worker's reporter does: batches of 20
+  steps (the worker) and, separately, one step per request (a script logging each step).
+  Its time includes the server's commit of every batch (the reply comes after it).
+- trackio (in-process, local SQLite), MLflow (``sqlite:///`` tracking store) and W&B in offline
+  mode, each timed from ``init`` to ``finish`` so their background flushes count.
+
+Repeats are interleaved (each contender once per round) and medians printed, with points/s and
+the ratio to trackio and MLflow. On PostgreSQL the sizes of the tables the ingest touched are
+printed afterwards: a design that rewrites a big value on every batch shows up as a ``runs``
+table far larger than its few rows (MVCC keeps every old copy until vacuum).
+
+Figures, not a test: ``tests/app/test_ingest_*.py`` checks what ingest stores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Self
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.load import METRICS, PG_ADMIN, _cpu_seconds, _free_port
+
+BATCH = 20
+
+
+def rows(n_steps: int) -> list[dict[str, float]]:
+    """The same values for every contender: smooth curves with a little structure."""
+    return [{name: math.sin(step / 50 + i) * (1 + i / 10) for i, name in enumerate(METRICS)}
+            for step in range(1, n_steps + 1)]
+
+
+# ---- GRPO Deck over HTTP ---------------------------------------------------------------------
+
+
+class DeckServer:
+    """A migrated database and a real web server on it, for as long as the context lasts."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"grpodeck-ingest-{backend}-"))
+        self.pg_name: str | None = None
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _database_url(self) -> str:
+        if self.backend == "sqlite":
+            return f"sqlite:///{self.tmp / 'grpodeck.db'}"
+        import psycopg
+
+        self.pg_name = f"grpodeck_bench_ingest_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{self.pg_name}"')
+        return f"postgresql+psycopg://postgres@127.0.0.1:5432/{self.pg_name}"
+
+    def __enter__(self) -> Self:
+        self.database_url = self._database_url()
+        self.env = {**os.environ, "GRPODECK_DATABASE_URL": self.database_url,
+                    "GRPODECK_BROKER_URL": f"sqla+sqlite:///{self.tmp / 'broker.db'}",
+                    "GRPODECK_RUNS_DIR": str(self.tmp / "runs"), "GRPODECK_PUBLIC_URL": self.url}
+        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
+                       check=True, capture_output=True)
+        self.log = (self.tmp / "web.log").open("wb")
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--no-migrate", "--port", str(self.port)],
+            env=self.env, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(600):
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not start; see {self.tmp / 'web.log'}")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.send_signal(2)
+        try:
+            self.server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+        if self.pg_name:
+            import psycopg
+
+            with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)')
+
+    def new_run(self, spec: dict[str, object] | None = None) -> tuple[int, str]:
+        """A queued run claimed as a worker claims it: (run id, run token)."""
+        from sqlalchemy import create_engine
+        from sqlalchemy.orm import Session
+
+        from app.runs import service
+        from app.runs.spec import RunSpec
+
+        engine = create_engine(self.database_url)
+        with Session(engine) as db:
+            run, ticket = service.create_run(db, spec=RunSpec.model_validate(spec or {
+                "name": "bench", "model": "builtin:tiny-random", "max_steps": 1_000_000}))
+            db.commit()
+            run_id = run.id
+        engine.dispose()
+        reply = httpx.post(f"{self.url}/api/runs/{run_id}/claim", json={"pid": 1},
+                           headers={"Authorization": f"Bearer {ticket}"})
+        reply.raise_for_status()
+        return run_id, reply.json()["token"]
+
+    def table_sizes(self) -> dict[str, int]:
+        """PostgreSQL: bytes of each table the ingest writes, indexes and TOAST included."""
+        import psycopg
+
+        url = self.database_url.replace("postgresql+psycopg", "postgresql")
+        with psycopg.connect(url, autocommit=True) as conn:
+            names = [r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
+            return {n: conn.execute("SELECT pg_total_relation_size(%s)", (n,)).fetchone()[0]
+                    for n in names}
+
+
+def deck(server: DeckServer, data: list[dict[str, float]], batch: int) -> tuple[float, float]:
+    """(seconds, server CPU seconds) to report ``data`` in batches of ``batch`` steps."""
+    run_id, token = server.new_run()
+    bodies = [{"rows": [{"step": s + 1, "metrics": data[s]}
+                        for s in range(i, min(i + batch, len(data)))]}
+              for i in range(0, len(data), batch)]
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=server.url, timeout=60, headers=headers) as client:
+        cpu = _cpu_seconds(server.server.pid)
+        start = time.perf_counter()
+        for body in bodies:
+            client.post(f"/api/runs/{run_id}/metrics", json=body).raise_for_status()
+        elapsed = time.perf_counter() - start
+    return elapsed, _cpu_seconds(server.server.pid) - cpu
+
+
+# ---- the other trackers, in-process ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _quiet_dir(prefix: str) -> Iterator[Path]:
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    old = Path.cwd()
+    os.chdir(tmp)
+    try:
+        yield tmp
+    finally:
+        os.chdir(old)
+
+
+def trackio_run(data: list[dict[str, float]]) -> float:
+    with _quiet_dir("bench-trackio-") as tmp:
+        os.environ["TRACKIO_DIR"] = str(tmp)
+        import trackio
+
+        start = time.perf_counter()
+        trackio.init(project=f"bench-{uuid.uuid4().hex[:6]}", name="run")
+        for step, metrics in enumerate(data, 1):
+            trackio.log(metrics, step=step)
+        trackio.finish()
+        return time.perf_counter() - start
+
+
+def mlflow_run(data: list[dict[str, float]]) -> float:
+    with _quiet_dir("bench-mlflow-") as tmp:
+        import mlflow
+
+        mlflow.set_tracking_uri(f"sqlite:///{tmp / 'mlflow.db'}")
+        mlflow.set_experiment(f"bench-{uuid.uuid4().hex[:6]}")
+        start = time.perf_counter()
+        with mlflow.start_run():
+            for step, metrics in enumerate(data, 1):
+                mlflow.log_metrics(metrics, step=step)
+        return time.perf_counter() - start
+
+
+def wandb_run(data: list[dict[str, float]]) -> float:
+    with _quiet_dir("bench-wandb-") as tmp:
+        os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=str(tmp))
+        import wandb
+
+        start = time.perf_counter()
+        run = wandb.init(project="bench", dir=str(tmp))
+        for step, metrics in enumerate(data, 1):
+            run.log(metrics, step=step)
+        run.finish()
+        return time.perf_counter() - start
+
+
+TRACKERS: dict[str, Callable[[list[dict[str, float]]], float]] = {
+    "trackio": trackio_run, "mlflow": mlflow_run, "wandb": wandb_run}
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=2000, help="steps per contender")
+    parser.add_argument("--single-steps", type=int, default=300,
+                        help="steps for GRPO Deck's one-step-per-request case")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--skip", default="", help="comma-separated trackers to leave out")
+    args = parser.parse_args()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    data, single = rows(args.steps), rows(args.single_steps)
+    per_point = len(METRICS)
+    results: dict[str, list[float]] = {}  # contender -> points/s of each repeat
+    cpu_us: dict[str, list[float]] = {}  # deck contender -> server CPU microseconds per point
+    sizes: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    servers = {b: DeckServer(b).__enter__() for b in backends}
+    try:
+        if "postgresql" in servers:
+            before = servers["postgresql"].table_sizes()
+        for _ in range(args.repeats):
+            for backend, server in servers.items():
+                for batch, d in ((BATCH, data), (1, single)):
+                    seconds, cpu = deck(server, d, batch)
+                    key = f"deck {backend} batch {batch}"
+                    results.setdefault(key, []).append(len(d) * per_point / seconds)
+                    cpu_us.setdefault(key, []).append(cpu / (len(d) * per_point) * 1e6)
+            for name, fn in TRACKERS.items():
+                if name not in skip:
+                    results.setdefault(name, []).append(len(data) * per_point / fn(data))
+        if "postgresql" in servers:
+            sizes["postgresql"] = (before, servers["postgresql"].table_sizes())
+    finally:
+        for server in servers.values():
+            server.__exit__()
+    report(args, results, cpu_us, sizes)
+
+
+def report(args: argparse.Namespace, results: dict[str, list[float]],
+           cpu_us: dict[str, list[float]],
+           sizes: dict[str, tuple[dict[str, int], dict[str, int]]]) -> None:
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"\n{args.steps} steps x {len(METRICS)} metrics (one-step-per-request: "
+          f"{args.single_steps} steps); median of {args.repeats}; {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
+    anchors = [a for a in ("trackio", "mlflow", "wandb") if a in med]
+    print(f"{'contender':<28}{'points/s':>12}{'server us/pt':>14}"
+          + "".join(f"{'x ' + a:>11}" for a in anchors))
+    for name, value in med.items():
+        cpu = f"{statistics.median(cpu_us[name]):>14.1f}" if name in cpu_us else f"{'':>14}"
+        print(f"{name:<28}{value:>12,.0f}{cpu}"
+              + "".join(f"{value / med[a]:>11.2f}" for a in anchors))
+    for backend, (before, after) in sizes.items():
+        print(f"\n{backend} table sizes (bytes, indexes and TOAST included), before -> after:")
+        for table in sorted(after, key=lambda t: -after[t]):
+            if after[table] > 16_384 or before.get(table, 0) != after[table]:
+                print(f"  {table:<24}{before.get(table, 0):>12,} -> {after[table]:>12,}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Chart summaries (app/metrics/rollups.py) and the chart endpoint, on both backends.
+
+The summaries are checked against a recomputation from the stored points in Python, after
+batches that overlap, re-send a step with a new value, carry NaN/inf, and one import-sized batch
+(PostgreSQL's COPY path): whatever the history of writes, every level must equal the points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app.core.db import get_sessionmaker
+from app.metrics import pipeline
+from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.rollups import FACTOR, LEVELS, catch_up, chart_data
+from app.runs.models import Run
+from app.runs.service import get_run_for_update
+from tests.app.conftest import running_run
+
+
+def _receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
+    with get_sessionmaker()() as db:
+        run = get_run_for_update(db, run_id)
+        assert run is not None
+        pipeline.receive(db, run, rows)
+        db.commit()
+
+
+def _expected(points: list[MetricPoint]) -> dict[tuple[int, str, int], tuple]:
+    """Every level's buckets computed straight from the points."""
+    out: dict[tuple[int, str, int], tuple] = {}
+    for level in range(1, LEVELS + 1):
+        groups: dict[tuple[str, int], list[MetricPoint]] = defaultdict(list)
+        for p in points:
+            groups[(p.name, p.step // FACTOR ** level)].append(p)
+        for (name, bucket), ps in groups.items():
+            finite = [p.value for p in ps if p.value is not None]
+            bad = [p for p in ps if p.value is None]
+            out[(level, name, bucket)] = (
+                len(finite), round(sum(finite), 9) if finite else None,
+                min(finite, default=None), max(finite, default=None),
+                min(p.step for p in ps), max(p.step for p in ps), len(bad),
+                min((p.step for p in bad), default=None))
+    return out
+
+
+def _stored(run_id: int) -> tuple[list[MetricPoint], dict[tuple[int, str, int], tuple]]:
+    with get_sessionmaker()() as db:
+        points = list(db.scalars(select(MetricPoint).where(MetricPoint.run_id == run_id)))
+        rollups = {(r.level, r.name, r.bucket): (
+            r.n, round(r.vsum, 9) if r.vsum is not None else None, r.vmin, r.vmax,
+            r.first_step, r.last_step, r.nonfinite, r.nonfinite_step)
+            for r in db.scalars(select(MetricRollup).where(MetricRollup.run_id == run_id))}
+    return points, rollups
+
+
+def test_every_level_equals_the_points_after_overlaps_resends_and_nonfinite(
+        client: TestClient) -> None:
+    run_id, _ = running_run(client)
+    for start in range(0, 600, 37):  # batches across bucket edges, overlapping by 3 steps
+        rows = [(s, {"reward": math.sin(s), "kl": s * 0.01}) for s in range(start, start + 40)]
+        _receive(run_id, rows)
+    _receive(run_id, [(300, {"reward": 50.0, "kl": math.nan}), (301, {"kl": math.inf})])
+    _receive(run_id, [(17, {"reward": -9.0})])  # a late re-send with a new value
+    # one import-sized batch: PostgreSQL takes the COPY path
+    _receive(run_id, [(s, {"reward": 0.5, "loss": 1.0 / s}) for s in range(700, 5000)])
+    points, rollups = _stored(run_id)
+    assert len(points) == 2 * 632 + 2 * 4300  # steps 0..631 of reward and kl, then 700..4999
+    expected = _expected(points)
+    # ingest keeps level 1 exact and marks the steps whose upper levels are out of date ...
+    assert {k: v for k, v in rollups.items() if k[0] == 1} == {
+        k: v for k, v in expected.items() if k[0] == 1}
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None and (run.rollups_stale_lo, run.rollups_stale_hi) == (0, 4999)
+        catch_up(db, run)  # ... which the next chart read brings up to date
+        assert db.get(Run, run_id).rollups_stale_lo is None
+    points, rollups = _stored(run_id)
+    assert rollups == expected
+    assert rollups[(1, "reward", 300 // FACTOR)][3] == 50.0  # the spike is the bucket max
+    assert rollups[(1, "kl", 300 // FACTOR)][6:] == (2, 300)  # NaN and inf, first at 300
+    assert rollups[(1, "reward", 17 // FACTOR)][2] == -9.0  # the re-sent value, not the old
+
+
+def test_a_long_run_is_drawn_from_a_coarse_level_and_zoom_reads_the_finer_one(
+        client: TestClient) -> None:
+    run_id, _ = running_run(client)
+    rows = [(s, {"reward": 0.1 * math.sin(s / 50) + (7.0 if s == 12_345 else 0.0),
+                 "loss": math.nan if s == 20_000 else 1.0}) for s in range(1, 30_001)]
+    for i in range(0, len(rows), 5_000):
+        _receive(run_id, rows[i:i + 5_000])
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None
+        whole = chart_data(db, run, max_points=300)
+    assert whole.level == 2 and whole.width == 256 and whole.last_step == 30_000
+    assert all(len(s.steps) <= 300 for s in whole.series.values())
+    assert max(whole.series["reward"].values) == 7.0 + 0.1 * math.sin(12_345 / 50)
+    assert any(math.isnan(v) for v in whole.series["loss"].values)  # the NaN keeps a marker
+
+    reply = client.get(f"/api/runs/{run_id}/chart",
+                       params={"x0": 12_300, "x1": 12_400, "max_points": 200})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["level"] == 0 and body["width"] == 1 and body["last_step"] == 30_000
+    steps = body["series"]["reward"]["steps"]
+    assert steps == list(range(12_300, 12_401))  # raw points of the visible range only
+    assert body["series"]["reward"]["values"][45] == rows[12_344][1]["reward"]
+    mid = client.get(f"/api/runs/{run_id}/chart", params={"x0": 0, "x1": 10_000,
+                                                         "max_points": 2_000}).json()
+    assert mid["level"] == 1  # whole buckets: the last one may reach past the range's end
+    assert max(mid["series"]["reward"]["steps"]) <= 10_000 + mid["width"] - 1
+
+
+def test_the_chart_endpoint_says_what_is_wrong(client: TestClient) -> None:
+    run_id, _ = running_run(client)
+    reply = client.get(f"/api/runs/{run_id}/chart", params={"x0": 10, "x1": 5})
+    assert reply.status_code == 422 and "before x0" in reply.json()["detail"]
+    assert client.get("/api/runs/999999/chart").status_code == 404
+    empty = client.get(f"/api/runs/{run_id}/chart").json()
+    assert empty == {"level": 0, "width": 1, "last_step": 0, "series": {}}

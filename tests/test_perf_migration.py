@@ -1,0 +1,73 @@
+"""Migration perf_0001 on a database that already holds a run: its points get their chart
+summaries, its diagnostics state moves to ``diagnostics_states``, and nothing else is lost (on
+SQLite a table rebuild of ``runs`` would have cascaded into every child table). Downgrading
+puts the state back on the run row."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from app.core.config import ROOT
+from tests.conftest import postgres_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.db'}"
+        return
+    with postgres_database(prefix="grpodeck_perf_mig") as pg:
+        yield pg
+
+
+def _alembic(url: str, verb: str, revision: str) -> None:
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.set_main_option("sqlalchemy.url", url)
+    getattr(command, verb)(cfg, revision)
+
+
+def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
+    _alembic(url, "upgrade", "alerts_0001")
+    engine = sa.create_engine(url)
+    with engine.begin() as c:
+        c.execute(sa.text(
+            "INSERT INTO runs (id, name, source, spec, status, max_steps, current_step, "
+            "diagnostics_state, diagnostics_through, diagnostics_revision) VALUES "
+            "(1, 'r', 'launched', '{}', 'running', 10, 0, :state, 39, 3)"),
+            {"state": json.dumps({"version": 1, "kept": True})})
+        c.execute(sa.text("INSERT INTO metric_points (run_id, name, step, value, raw) "
+                          "VALUES (1, 'loss', :s, :v, :r)"),
+                  [{"s": s, "v": None if s == 20 else float(s), "r": "nan" if s == 20 else None}
+                   for s in range(40)])
+    _alembic(url, "upgrade", "head")
+    with engine.begin() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM metric_points")).scalar() == 40
+        level1 = c.execute(sa.text(
+            "SELECT bucket, n, vsum, vmin, vmax, first_step, last_step, nonfinite, "
+            "nonfinite_step, nonfinite_raw FROM metric_rollups WHERE level = 1 "
+            "ORDER BY bucket")).all()
+        assert [tuple(r) for r in level1] == [
+            (0, 16, 120.0, 0.0, 15.0, 0, 15, 0, None, None),
+            (1, 15, 356.0, 16.0, 31.0, 16, 31, 1, 20, "nan"),
+            (2, 8, 284.0, 32.0, 39.0, 32, 39, 0, None, None)]
+        top = c.execute(sa.text("SELECT n, nonfinite FROM metric_rollups WHERE level = 4")).all()
+        assert [tuple(r) for r in top] == [(39, 1)]
+        moved = c.execute(sa.text("SELECT run_id, through, state FROM diagnostics_states")).one()
+        state = moved[2] if isinstance(moved[2], dict) else json.loads(moved[2])
+        assert (moved[0], moved[1], state) == (1, 39, {"version": 1, "kept": True})
+        assert "diagnostics_state" not in {c["name"] for c in sa.inspect(c).get_columns("runs")}
+    _alembic(url, "downgrade", "alerts_0001")
+    with engine.begin() as c:
+        back = c.execute(sa.text("SELECT diagnostics_state, diagnostics_through FROM runs")).one()
+        assert (json.loads(back[0]) if isinstance(back[0], str) else back[0]) == {
+            "version": 1, "kept": True}
+        assert back[1] == 39
+        assert c.execute(sa.text("SELECT count(*) FROM metric_points")).scalar() == 40
+    engine.dispose()
