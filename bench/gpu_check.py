@@ -68,9 +68,9 @@ def spec_for(model: str, steps: int, length: int) -> dict[str, Any]:
 
 
 def bare(spec_dict: dict[str, Any]) -> list[float]:
+    from app.runs.spec import RunSpec
     from trl import GRPOTrainer
 
-    from app.runs.spec import RunSpec
     from worker.rewards.registry import REWARDS
     from worker.training.config import build_grpo_config
     from worker.training.datasets import load_prompts

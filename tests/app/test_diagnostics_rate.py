@@ -5,6 +5,7 @@ the run's end) sees them all."""
 from __future__ import annotations
 
 import pytest
+from app.metrics.schemas import MetricRow
 from fastapi.testclient import TestClient
 from sqlalchemy import inspect, select
 
@@ -12,7 +13,6 @@ from app.core import config
 from app.core.db import get_engine, get_sessionmaker
 from app.health.models import DiagnosticsRecord
 from app.metrics import pipeline
-from app.metrics.schemas import MetricRow
 from app.runs.service import get_run_for_update
 from tests.app.conftest import running_run
 
