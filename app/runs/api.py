@@ -71,6 +71,7 @@ def remove(run_id: int, db: SessionDep, identity: CurrentIdentity) -> Response:
         raise HTTPException(status.HTTP_409_CONFLICT, reason)
     service.delete_run(db, run)
     db.commit()
+    service.remove_files(run_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

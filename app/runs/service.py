@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from app.core.config import get_settings
 from app.core.db import begin_write
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
@@ -98,6 +100,15 @@ def delete_run(db: Session, run: Run) -> None:
     """Remove a finished run; its metrics, findings and rollouts go with it (ON DELETE CASCADE)."""
     db.delete(run)
     db.flush()
+
+
+def remove_files(run_id: int) -> None:
+    """After the deletion is committed: the run's directory (spec, logs, spool, checkpoints)
+    under the runs directory, when this machine holds it."""
+    root = get_settings().runs_dir.resolve()
+    path = (root / str(int(run_id))).resolve()
+    if path.parent == root and path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def storable_id(run_id: int) -> bool:

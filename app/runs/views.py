@@ -20,7 +20,7 @@ from app.health.api import group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
-from app.runs import lifecycle, service
+from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import REWARD_ROWS, validate_form
 from app.runs.launch import launch
@@ -53,22 +53,6 @@ def _default_values() -> dict[str, Any]:
 @router.get("/", response_class=RedirectResponse)
 def home() -> RedirectResponse:
     return RedirectResponse("/runs", status_code=303)
-
-
-@router.get("/runs", response_class=HTMLResponse)
-def runs_page(request: Request, db: SessionDep) -> Response:
-    return templates.TemplateResponse(request, "runs/list.html", _list_context(db))
-
-
-@router.get("/runs/_table", response_class=HTMLResponse)
-def runs_table(request: Request, db: SessionDep) -> Response:
-    return templates.TemplateResponse(request, "runs/_table.html", _list_context(db))
-
-
-def _list_context(db: SessionDep) -> dict[str, Any]:
-    runs = service.list_runs(db)
-    return {"runs": runs, "progress": {r.id: progress(r) for r in runs},
-            "any_live": any(lifecycle.is_live(r) for r in runs)}
 
 
 @router.get("/runs/new", response_class=HTMLResponse)
@@ -169,16 +153,24 @@ def cancel_run(run_id: int, request: Request, db: SessionDep,
 
 
 @router.post("/runs/{run_id}/delete", response_class=HTMLResponse)
-def delete_run(run_id: int, request: Request, db: SessionDep,
-               identity: CurrentIdentity) -> Response:
-    """The run page's Delete button (htmx): back to the list once the run is gone."""
+async def delete_run(run_id: int, request: Request, db: SessionDep,
+                     identity: CurrentIdentity) -> Response:
+    """The Delete buttons (htmx, confirmed first): the run page goes back to the list; the list
+    (its form carries ``list``, the filters it shows) re-renders its table."""
     run = run_or_404(db, run_id)
+    form = {k: str(v) for k, v in (await request.form()).items()}
     refusal = identity.manage_refusal(run) or deletion_refusal(run)
+    status_code = 403 if identity.manage_refusal(run) else 409
+    if refusal is not None and "list" in form:
+        return list_views.after_change(request, db, form, refusal, status_code)
     if refusal is not None:
         return HTMLResponse(f'<div class="alert critical">{html.escape(refusal)}</div>',
-                            status_code=403 if identity.manage_refusal(run) else 409)
+                            status_code=status_code)
     service.delete_run(db, run)
     db.commit()
+    service.remove_files(run_id)
+    if "list" in form:
+        return list_views.after_change(request, db, form, f"run {run_id} deleted")
     if request.headers.get("hx-request") == "true":
         return Response(status_code=200, headers={"HX-Redirect": "/runs"})
     return RedirectResponse("/runs", status_code=303)
