@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -89,7 +90,10 @@ def test_tags_notes_and_archive_from_the_list(client: TestClient) -> None:
     assert listed(client) == [second, first]
 
 
-def test_delete_from_the_list_removes_rows_and_files(client: TestClient) -> None:
+def test_delete_from_the_list_removes_rows_and_files(client: TestClient, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRPODECK_RUNS_DIR", str(tmp_path / "runs"))
+    get_settings.cache_clear()
     keep, doomed = add_runs(2)
     files = get_settings().runs_dir / str(doomed)
     files.mkdir(parents=True)
