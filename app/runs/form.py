@@ -10,10 +10,12 @@ from app.alerts.rules import split_urls
 from app.runs.spec import RunSpec
 
 REWARD_ROWS = 3
+MAX_REWARD_ROWS = 16  # RunSpec.rewards max_length: a cloned spec may hold more than 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",
                  "beta", "epsilon", "max_completion_length", "temperature", "logging_steps",
-                 "eval_steps", "seed", "rollout_every", "rollout_groups")
-TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "eval_split", "scale_rewards")
+                 "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length")
+TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "train_split", "eval_split",
+               "scale_rewards")
 
 
 def parse_params(text: str) -> dict[str, str]:
@@ -41,7 +43,7 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
                       "ignore": [c.strip() for c in (form.get("alert_ignore") or "").split(",")
                                  if c.strip()]}
     rewards = []
-    for i in range(REWARD_ROWS):
+    for i in range(MAX_REWARD_ROWS):
         name = (form.get(f"reward_{i}_name") or "").strip()
         if not name:
             continue
@@ -56,6 +58,29 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         errors["rewards"] = "choose at least one reward function"
     data["rewards"] = rewards
     return data, errors
+
+
+def spec_to_form(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec as the form's fields (the inverse of ``form_to_data``): what "New run from
+    this one" fills in, so launching it unchanged yields the same spec."""
+    values: dict[str, Any] = {k: spec.get(k) for k in TEXT_FIELDS + NUMBER_FIELDS}
+    for i, reward in enumerate(spec.get("rewards") or []):
+        values[f"reward_{i}_name"] = reward.get("name", "")
+        values[f"reward_{i}_weight"] = reward.get("weight", 1.0)
+        values[f"reward_{i}_params"] = ", ".join(
+            f"{k}={v}" for k, v in (reward.get("params") or {}).items())
+    alerts = spec.get("alerts") or {}
+    values["alert_urls"] = " ".join(alerts.get("urls") or [])
+    values["alert_min_severity"] = alerts.get("min_severity") or "warning"
+    values["alert_ignore"] = ", ".join(alerts.get("ignore") or [])
+    values["stop_on_critical"] = bool(spec.get("stop_on_critical"))
+    return {k: ("" if v is None else v) for k, v in values.items()}
+
+
+def reward_rows(values: dict[str, Any]) -> int:
+    """Enough rows for every reward the values hold, and at least the usual three."""
+    used = [i for i in range(MAX_REWARD_ROWS) if values.get(f"reward_{i}_name")]
+    return max(REWARD_ROWS, (used[-1] + 2) if used else 0)
 
 
 def field_errors(exc: ValidationError) -> dict[str, str]:

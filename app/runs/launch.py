@@ -13,10 +13,11 @@ from app.runs.spec import RunSpec
 log = logging.getLogger(__name__)
 
 
-def launch(db: Session, spec: RunSpec, *, created_by: int | None = None) -> Run:
+def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
+           parent_id: int | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
-    loses it."""
-    run, ticket = service.create_run(db, spec=spec, created_by=created_by)
+    loses it. ``parent_id``: the run it was cloned from."""
+    run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     db.commit()
     try:
         run.task_id = launcher.enqueue(run, ticket)

@@ -28,8 +28,8 @@ def token_matches(run: Run, token: str) -> bool:
     return run.token_hash is not None and hmac.compare_digest(run.token_hash, hash_token(token))
 
 
-def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None
-               ) -> tuple[Run, str]:
+def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None,
+               parent_id: int | None = None) -> tuple[Run, str]:
     """Store a queued run and return it with its single-use claim ticket (it travels in the
     task message; the worker trades it for the run's token, see ``claim``)."""
     ticket = secrets.token_urlsafe(32)
@@ -40,6 +40,7 @@ def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None
         max_steps=spec.max_steps,
         claim_hash=hash_token(ticket),
         created_by_id=created_by,
+        parent_id=parent_id,
     )
     db.add(run)
     db.flush()

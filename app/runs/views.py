@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
@@ -22,32 +22,43 @@ from app.health.service import findings_for
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
-from app.runs.form import REWARD_ROWS, validate_form
+from app.runs.form import reward_rows, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
 from app.runs.spec import RunSpec
+from app.runs.spec_diff import spec_changes
 from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS
 from worker.rewards.registry import REWARDS
 
 router = APIRouter(include_in_schema=False)
 
 
-def _form_context(values: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+def _form_context(values: dict[str, Any], errors: dict[str, str],
+                  parent: Run | None = None) -> dict[str, Any]:
     uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
-            "reward_rows": REWARD_ROWS}
+            "reward_rows": reward_rows(values), "parent": parent}
 
 
 def _default_values() -> dict[str, Any]:
-    spec = RunSpec()
-    values: dict[str, Any] = spec.model_dump(exclude={"rewards"})
-    for i, reward in enumerate(spec.rewards):
-        values[f"reward_{i}_name"] = reward.name
-        values[f"reward_{i}_weight"] = reward.weight
-        values[f"reward_{i}_params"] = ", ".join(f"{k}={v}" for k, v in reward.params.items())
-    return {k: ("" if v is None else v) for k, v in values.items()}
+    return spec_to_form(RunSpec().model_dump(mode="json"))
+
+
+def _parent(db: SessionDep, raw: str | None) -> Run | None:
+    """The run a clone comes from (``?from=`` or the form's ``parent_id``); 404 if it is gone,
+    refused if it was imported (an imported log has no launchable spec)."""
+    if raw in (None, ""):
+        return None
+    try:
+        run_id = int(raw)
+    except ValueError:
+        raise HTTPException(400, f"from must be a run id, not {raw[:40]!r}") from None
+    run = run_or_404(db, run_id)
+    if run.source != "launched":
+        raise HTTPException(409, f"run {run_id} was imported: it has no spec to launch again")
+    return run
 
 
 @router.get("/", response_class=RedirectResponse)
@@ -56,23 +67,36 @@ def home() -> RedirectResponse:
 
 
 @router.get("/runs/new", response_class=HTMLResponse)
-def new_run_form(request: Request, dataset: str | None = None) -> Response:
-    """``?dataset=NAME`` preselects a dataset (the upload page links here)."""
-    values = _default_values()
+def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
+                 from_: Annotated[str | None, Query(alias="from")] = None) -> Response:
+    """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
+    the form with that run's spec ("New run from this one") and remembers it as the parent."""
+    parent = _parent(db, from_)
+    values = spec_to_form(parent.spec) if parent else _default_values()
     if dataset:
         values["dataset"] = dataset[:300]
-    return templates.TemplateResponse(request, "runs/new.html", _form_context(values, {}))
+    return templates.TemplateResponse(request, "runs/new.html",
+                                      _form_context(values, {}, parent))
 
 
 @router.post("/runs/new", response_class=HTMLResponse)
 async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
+    parent = _parent(db, form.get("parent_id"))
     spec, errors = validate_form(form)
     if spec is None:
-        return templates.TemplateResponse(request, "runs/new.html", _form_context(form, errors),
-                                          status_code=422)
-    run = launch(db, spec, created_by=identity.user_id)
+        return templates.TemplateResponse(request, "runs/new.html",
+                                          _form_context(form, errors, parent), status_code=422)
+    run = launch(db, spec, created_by=identity.user_id,
+                 parent_id=parent.id if parent else None)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)
+
+
+def _lineage_context(db: SessionDep, run: Run) -> dict[str, Any]:
+    """The run's parent (if it was cloned) and what changed from it."""
+    parent = service.get_run(db, run.parent_id) if run.parent_id else None
+    changes = spec_changes(parent.spec, run.spec) if parent else []
+    return {"parent": parent, "changes": changes}
 
 
 def _run_context(run: Run) -> dict[str, Any]:
@@ -99,6 +123,7 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
+    context.update(_lineage_context(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 
