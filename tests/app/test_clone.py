@@ -9,6 +9,8 @@ from typing import Any
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
+from app.core.db import get_sessionmaker
+from app.runs import service
 from tests.app.conftest import html, one, queued_run
 from tests.conftest import tiny_spec
 
@@ -76,3 +78,10 @@ def test_clone_of_a_missing_or_imported_run_is_refused(client: TestClient) -> No
     assert client.get("/runs/new?from=999").status_code == 404
     assert client.get("/runs/new?from=abc").status_code == 400
     assert client.post("/runs/new", data={"parent_id": "999"}).status_code == 404
+    with get_sessionmaker()() as db:
+        imported = service.create_imported_run(db, name="log", spec={"source_file": "x"},
+                                               max_step=3)
+        db.commit()
+    reply = client.get(f"/runs/new?from={imported.id}")
+    assert reply.status_code == 409 and "imported" in reply.json()["detail"]
+    assert "clone-link" not in client.get(f"/runs/{imported.id}").text
