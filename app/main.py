@@ -20,7 +20,7 @@ from app.health import api as health_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
-from app.runs import import_views, list_views, report_api, views
+from app.runs import compare, import_views, list_views, report_api, views
 from app.security import install as install_security
 
 HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
@@ -42,7 +42,8 @@ def create_app() -> FastAPI:
     app.include_router(alerts_api.router)
     app.include_router(alert_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
-    app.include_router(list_views.router)  # before views: /runs/compare is not a run id
+    app.include_router(list_views.router)
+    app.include_router(compare.router)  # before views: /runs/compare is not a run id
     app.include_router(views.router)
     app.include_router(auth_views.router)
     install_security(app, token_routers=[report_api.router])
