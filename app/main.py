@@ -16,11 +16,13 @@ from app.core.config import ROOT
 from app.core.docs import install_docs
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
+from app.dryruns import api as dry_runs_api
+from app.dryruns import views as dry_run_views
 from app.health import api as health_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
-from app.runs import compare, import_views, list_views, report_api, views
+from app.runs import compare, import_views, list_views, report_api, smoke, views
 from app.security import install as install_security
 
 HTMX_DIST = ROOT / "node_modules" / "htmx.org" / "dist"
@@ -34,6 +36,9 @@ def create_app() -> FastAPI:
     limits.install(app)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
+    app.include_router(dry_runs_api.router)
+    app.include_router(dry_runs_api.report_router)
+    app.include_router(dry_run_views.router)
     app.include_router(health_api.router)
     app.include_router(datasets_api.router)
     app.include_router(dataset_views.router)
@@ -44,9 +49,10 @@ def create_app() -> FastAPI:
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(list_views.router)
     app.include_router(compare.router)  # before views: /runs/compare is not a run id
+    app.include_router(smoke.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
-    install_security(app, token_routers=[report_api.router])
+    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router])
     install_docs(app)
     app.mount("/static/app", StaticFiles(directory=ROOT / "static"), name="static")
     app.mount("/static/htmx", StaticFiles(directory=HTMX_DIST, check_dir=False), name="htmx")

@@ -121,10 +121,10 @@ def analyse(raw: dict[str, Any]) -> dict[str, Any]:
     share = (all_fail + all_pass) / n if n else 1.0
     key, text = verdict(share, bool(raw.get("error")))
     rewards = {}
-    for name in weights:
+    for name, weight in weights.items():
         per_group = [[c["rewards"].get(name) for c in g["completions"]] for g in groups]
         rewards[name] = {**distribution([v for vs in per_group for v in vs]),
-                         "weight": weights[name],
+                         "weight": weight,
                          "zero_spread_share": (sum(_spread(vs) <= SPREAD_EPS for vs in per_group)
                                                / n if n else None)}
     return {"groups": n, "completions": sum(len(ts) for ts in totals),

@@ -54,6 +54,8 @@ class Run(Base):
         ForeignKey("runs.id", ondelete="SET NULL"), index=True)
     note: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    # A smoke test runs a few steps of a spec; this is the max_steps of the full run it offers.
+    smoke_full_steps: Mapped[int | None] = mapped_column(Integer)
 
 
 class RunTag(Base):

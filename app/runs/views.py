@@ -16,6 +16,7 @@ from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.datasets.store import list_names
+from app.dryruns.api import dry_run_or_404
 from app.health.api import group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
@@ -26,12 +27,14 @@ from app.runs.form import reward_rows, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
+from app.runs.smoke import smoke_context
 from app.runs.spec import RunSpec
 from app.runs.spec_diff import spec_changes
 from worker.catalog import BUILTIN_DATASETS, BUILTIN_MODELS
 from worker.rewards.registry import REWARDS
 
 router = APIRouter(include_in_schema=False)
+SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
 def _form_context(values: dict[str, Any], errors: dict[str, str],
@@ -43,7 +46,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
 
 
 def _default_values() -> dict[str, Any]:
-    return spec_to_form(RunSpec().model_dump(mode="json"))
+    return {**spec_to_form(RunSpec().model_dump(mode="json")), "smoke_steps": SMOKE_STEPS}
 
 
 def _parent(db: SessionDep, raw: str | None) -> Run | None:
@@ -68,11 +71,14 @@ def home() -> RedirectResponse:
 
 @router.get("/runs/new", response_class=HTMLResponse)
 def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
-                 from_: Annotated[str | None, Query(alias="from")] = None) -> Response:
+                 from_: Annotated[str | None, Query(alias="from")] = None,
+                 dry_run: int | None = None) -> Response:
     """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
     the form with that run's spec ("New run from this one") and remembers it as the parent."""
     parent = _parent(db, from_)
     values = spec_to_form(parent.spec) if parent else _default_values()
+    if dry_run is not None:  # "Edit the spec" on a dry run's page
+        values = spec_to_form(dry_run_or_404(db, dry_run).spec)
     if dataset:
         values["dataset"] = dataset[:300]
     return templates.TemplateResponse(request, "runs/new.html",
@@ -124,6 +130,7 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
     context.update(_lineage_context(db, run))
+    context.update(smoke_context(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 

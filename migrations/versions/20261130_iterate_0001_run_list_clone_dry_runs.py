@@ -6,6 +6,8 @@ Create Date: 2026-11-30 23:00:00
 
 runs.parent_id: the run a clone was made from (SET NULL when that run is deleted).
 runs.note / archived_at: editable from the runs list; archived runs are hidden by default.
+runs.smoke_full_steps: set on a smoke test (a few steps of a spec): the max_steps of the full
+run its "Launch the full run" button starts with the same spec.
 run_tags: one row per (run, tag), indexed by tag so a tag filter is an index lookup.
 dry_runs: a spec scored on a worker without training; the result JSON comes back over HTTP
 with a single-use ticket (its hash is stored, like a run's claim ticket).
@@ -25,6 +27,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("parent_id", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("note", sa.Text(), nullable=True))
         batch_op.add_column(sa.Column("archived_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("smoke_full_steps", sa.Integer(), nullable=True))
         batch_op.create_foreign_key("fk_runs_parent_id", "runs", ["parent_id"], ["id"],
                                     ondelete="SET NULL")
         batch_op.create_index("ix_runs_parent_id", ["parent_id"])
@@ -64,6 +67,7 @@ def downgrade() -> None:
                      "ix_runs_name", "ix_runs_parent_id"):
             batch_op.drop_index(name)
         batch_op.drop_constraint("fk_runs_parent_id", type_="foreignkey")
+        batch_op.drop_column("smoke_full_steps")
         batch_op.drop_column("archived_at")
         batch_op.drop_column("note")
         batch_op.drop_column("parent_id")
