@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from worker.dry_run import dry_run  # noqa: E402
+from worker.dry_run import dry_run
 
 MODELS = ("builtin:tiny-random", "builtin:smollm2-135m-instruct")
 

@@ -141,3 +141,14 @@ def test_a_page_costs_the_same_queries_whatever_it_shows(client: TestClient) -> 
     with counted() as large:
         assert len(listed(client, "?per_page=60")) == 60
     assert len(large) == len(small) <= 10, large
+
+
+def test_the_json_list_takes_the_same_filters(client: TestClient) -> None:
+    ids = add_runs(5)
+    client.post(f"/runs/{ids[1]}/annotate", data={"tags": "keep", "note": "", "list": ""})
+    reply = client.get("/api/runs", params={"tag": "keep"})
+    assert [r["id"] for r in reply.json()] == [ids[1]] and reply.headers["x-total-count"] == "1"
+    paged = client.get("/api/runs", params={"per_page": 2, "page": 2, "sort": "oldest"})
+    assert [r["id"] for r in paged.json()] == ids[2:4] and paged.headers["x-total-count"] == "5"
+    bad = client.get("/api/runs", params={"sort": "size"})
+    assert bad.status_code == 400 and "unknown sort" in bad.json()["detail"]
