@@ -8,3 +8,14 @@ document.body.addEventListener("htmx:beforeSwap", function (event) {
     event.detail.isError = false;
   }
 });
+
+// While runs are live the table re-renders every few seconds; skip a refresh while the user is
+// in the middle of something it would wipe (runs ticked for compare, a tags/note editor open,
+// focus inside the table).
+document.body.addEventListener("htmx:beforeRequest", function (event) {
+  var elt = event.detail.elt;
+  if (!elt || elt.id !== "runs-table") return;
+  var busy = elt.querySelector("input[name=ids]:checked, details[open]") ||
+             elt.contains(document.activeElement);
+  if (busy) event.preventDefault();
+});

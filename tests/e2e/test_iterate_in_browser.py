@@ -4,6 +4,7 @@ confirmation, and the runs list as cards on a 390 px phone."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -93,3 +94,41 @@ def test_runs_list_is_cards_on_a_phone(page: Page, live: Stack) -> None:
     assert widths["table"] <= widths["main"] and widths["filters"] <= widths["main"], widths
     box = row.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+
+
+def test_dry_run_from_the_form_then_a_smoke_test(page: Page, live: Stack) -> None:
+    """Idea to verdict without leaving the browser: a constant reward's dry run says it gives
+    no variation (the page polls until the worker answers), then a smoke test is one click."""
+    page.goto(f"{live.url}/runs/new")
+    page.fill("#f-name", "dry-in-browser")
+    page.fill("#f-model", "builtin:tiny-random")
+    page.fill("#f-max_completion_length", "8")
+    page.select_option("#f-reward_0_name", "constant")
+    page.fill('input[name="reward_0_params"]', "value=1")
+    page.click("#dry-run")
+    expect(page).to_have_url(re.compile(r"/dry-runs/\d+$"))
+    verdict = page.locator("#dry-run-verdict")
+    expect(verdict).to_contain_text("this reward gives no variation", timeout=180_000)
+    expect(page.locator("#dry-run-spread")).to_contain_text("Groups with zero spread: 100%")
+    expect(page.locator('#group-size-advice tr[data-g="16"]')).to_contain_text("100.0%")
+    expect(page.locator("#dry-run-rewards tr[data-reward=constant]")).to_be_visible()
+    page.fill('input[name="smoke_steps"]', "2")
+    page.click("#smoke-button")
+    expect(page).to_have_url(re.compile(r"/runs/\d+$"))
+    expect(page.locator("#smoke-panel")).to_contain_text("2 of 20 steps")
+    expect(page.locator("#launch-full")).to_be_visible()
+
+
+def test_live_refresh_keeps_what_the_user_ticked(page: Page, live: Stack) -> None:
+    """The list polls while a run is live; a refresh must not untick runs picked for compare."""
+    done = reporting_run(live, 2, name="tick-me")
+    engine = make_engine(live.database_url)
+    with Session(engine) as db:  # a queued run keeps the list polling
+        service.create_run(db, spec=RunSpec(name="tick-live", model="builtin:tiny-random",
+                                            max_steps=1))
+        db.commit()
+    engine.dispose()
+    page.goto(f"{live.url}/runs?q=tick-")
+    page.check(f'#run-row-{done} input[name="ids"]')
+    page.wait_for_timeout(4_000)  # longer than one refresh (3 s)
+    expect(page.locator(f'#run-row-{done} input[name="ids"]')).to_be_checked()
