@@ -53,6 +53,12 @@ def test_pages_sort_and_filters(client: TestClient) -> None:
     assert listed(client, "?q=100%25") == []  # % is a literal, not a LIKE wildcard
     assert listed(client, "?model=builtin:tiny-random&per_page=200") == newest
     assert listed(client, "?model=builtin:other") == []
+    assert listed(client, "?dataset=builtin:short-prompts&status=failed") == sorted(failed,
+                                                                                    reverse=True)
+    assert listed(client, "?dataset=builtin:arithmetic") == []
+    form = one(client.get("/runs?dataset=builtin:arithmetic&sort=name").text, "#run-filters")
+    assert form.select_one('input[name="dataset"]')["value"] == "builtin:arithmetic"
+    assert form.select_one('select[name="sort"] option[selected]')["value"] == "name"
     assert listed(client, "?reward=length_target&status=failed") == sorted(failed, reverse=True)
     by_name = listed(client, "?sort=name&per_page=3")
     assert by_name == [imported[0], failed[0], ids[0]]  # "run-0000" three times, newest first
