@@ -93,6 +93,36 @@ def _score(spec: Any, rows: list[dict[str, Any]], texts: list[list[str]]
     return groups, None
 
 
+REFERENCE_COLUMNS = ("answer", "solution", "reference")
+
+
+def score_references(spec: Any, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """When the dataset has reference answers, score them as if the model had written them:
+    a reward that does not give a correct answer its top score is broken before any sampling
+    can tell. None when there is no reference column; a reward that raises is left out (the
+    sampled scoring reports its traceback)."""
+    from worker.rewards.registry import REWARDS
+
+    column = next((c for c in REFERENCE_COLUMNS if rows and c in rows[0]), None)
+    if column is None:
+        return None
+    chat = isinstance(rows[0]["prompt"], list)
+    given = [[{"role": "assistant", "content": str(r[column])}] if chat else str(r[column])
+             for r in rows]
+    columns = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
+    scores: dict[str, list[float | None]] = {}
+    for key, reward in zip(reward_keys([r.name for r in spec.rewards]), spec.rewards,
+                           strict=True):
+        try:
+            values = REWARDS[reward.name].build(reward.params)(
+                prompts=[r["prompt"] for r in rows], completions=given, **columns)
+        except Exception:  # the sampled scoring reports it, with its traceback
+            log.info("dry run: reward %s raised on the reference answers", key, exc_info=True)
+        else:
+            scores[key] = [_number(v) for v in values]
+    return {"column": column, "count": len(rows), "rewards": scores}
+
+
 def _number(value: Any) -> float | None:
     """A reward's score as JSON can carry it: None (abstained) for None and NaN/inf."""
     if value is None:
@@ -136,9 +166,11 @@ def dry_run(spec_data: dict[str, Any], prompts: int) -> dict[str, Any]:
         timings["sample"] = time.perf_counter() - mark
     mark = time.perf_counter()
     groups, error = _score(spec, rows, texts)
+    reference = score_references(spec, rows)
     timings["score"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - started
-    return {"weights": weights, "groups": groups, "error": error, "timings": timings}
+    return {"weights": weights, "groups": groups, "error": error, "timings": timings,
+            "reference": reference}
 
 
 def _post(report_url: str, dry_run_id: int, ticket: str, body: dict[str, Any]) -> None:

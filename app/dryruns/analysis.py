@@ -135,7 +135,15 @@ def analyse(raw: dict[str, Any]) -> dict[str, Any]:
             "group_size_advice": group_size_advice(rates), "rewards": rewards,
             "total": distribution(flat), "verdict": key, "verdict_text": text,
             "error": raw.get("error"), "examples": _examples(groups, totals),
-            "timings": raw.get("timings") or {}}
+            "timings": raw.get("timings") or {}, "reference": _reference(raw.get("reference"))}
+
+
+def _reference(reference: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Per reward, the distribution of the reference answers' scores."""
+    if not reference:
+        return None
+    return {"column": reference["column"], "count": reference["count"],
+            "rewards": {k: distribution(v) for k, v in reference["rewards"].items()}}
 
 
 def _examples(groups: list[dict[str, Any]], totals: list[list[float | None]]

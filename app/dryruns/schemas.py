@@ -24,6 +24,16 @@ class ScoredGroup(BaseModel):
     completions: list[ScoredCompletion] = Field(max_length=64)
 
 
+class ReferenceScores(BaseModel):
+    """The dataset's reference answers scored by each reward (when it has such a column)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    column: Text(64)
+    count: int = Field(ge=0, le=1_000)
+    rewards: dict[Text(64), list[FiniteOrNull]] = Field(default_factory=dict, max_length=16)
+
+
 class DryRunResultIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -31,3 +41,4 @@ class DryRunResultIn(BaseModel):
     groups: list[ScoredGroup] = Field(default_factory=list, max_length=64)
     error: CleanText(20_000, keep_tail=True) | None = None  # a traceback: its end matters
     timings: dict[Text(40), float] = Field(default_factory=dict, max_length=16)
+    reference: ReferenceScores | None = None

@@ -86,7 +86,8 @@ def test_dry_run_api_queues_and_takes_one_result(client: TestClient) -> None:
     dry_id = stored_dry_run("t1")
     groups = [{"prompt": "p", "completions": [{"text": "<b>x</b>", "rewards": {"r": v}}
                                               for v in (0, 1, 1, 0)]}]
-    body = {"weights": {"r": 1.0}, "groups": groups, "timings": {"total": 1.5}}
+    body = {"weights": {"r": 1.0}, "groups": groups, "timings": {"total": 1.5},
+            "reference": {"column": "answer", "count": 2, "rewards": {"r": [1.0, 0.5]}}}
     url = f"/api/dry-runs/{dry_id}/result"
     assert client.post(url, json=body, headers={"Authorization": "Bearer nope"}).status_code == 401
     assert client.post(url, json={"groups": "x"},
@@ -100,4 +101,5 @@ def test_dry_run_api_queues_and_takes_one_result(client: TestClient) -> None:
     page = client.get(f"/dry-runs/{dry_id}").text
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # model output is text
     assert one(page, '#group-size-advice tr[data-g="4"]').get_text().count("%") == 3
+    assert "r mean 0.75" in " ".join(one(page, "#dry-run-reference").get_text().split())
     assert client.get("/api/dry-runs/424242").status_code == 404
