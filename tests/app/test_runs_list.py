@@ -158,3 +158,24 @@ def test_the_json_list_takes_the_same_filters(client: TestClient) -> None:
     assert [r["id"] for r in paged.json()] == ids[2:4] and paged.headers["x-total-count"] == "5"
     bad = client.get("/api/runs", params={"sort": "size"})
     assert bad.status_code == 400 and "unknown sort" in bad.json()["detail"]
+
+
+def test_only_the_owner_or_an_admin_changes_a_run_from_the_list(client: TestClient) -> None:
+    from tests.app.test_auth import api_key, login, make_user
+
+    make_user("owner@example.com")
+    make_user("other@example.com")
+    owner = api_key("owner@example.com")
+    run_id = client.post("/api/runs", json=tiny_spec(name="owned"), headers=owner).json()["id"]
+    client.post(f"/api/runs/{run_id}/cancel", headers=owner)
+    login(client, "other@example.com")
+    for action, data in (("annotate", {"tags": "mine", "note": "x"}), ("archive", {}),
+                         ("delete", {})):
+        reply = client.post(f"/runs/{run_id}/{action}", headers=HTMX, data={**data, "list": ""})
+        assert reply.status_code == 403, action
+        assert "belongs to another user" in one(reply.text, "#list-flash").get_text(), action
+    assert listed(client) == [run_id] and listed(client, "?tag=mine") == []
+    login(client, "owner@example.com")
+    assert client.post(f"/runs/{run_id}/archive", headers=HTMX,
+                       data={"list": ""}).status_code == 200
+    assert listed(client, "?archived=archived") == [run_id]
