@@ -103,3 +103,6 @@ def test_dry_run_api_queues_and_takes_one_result(client: TestClient) -> None:
     assert one(page, '#group-size-advice tr[data-g="4"]').get_text().count("%") == 3
     assert "r mean 0.75" in " ".join(one(page, "#dry-run-reference").get_text().split())
     assert client.get("/api/dry-runs/424242").status_code == 404
+    edit = one(client.get(f"/runs/new?dry_run={dry_id}").text, "#run-form")  # "Edit the spec"
+    assert edit.select_one("#f-max_completion_length")["value"] == "16"
+    assert edit.select_one('input[name="reward_0_params"]')["value"] == "target=20"
