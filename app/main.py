@@ -14,11 +14,13 @@ from app.core.docs import install_docs
 from app.core.error_pages import install as install_error_pages
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
+from app.dryruns import api as dry_runs_api
+from app.dryruns import views as dry_run_views
 from app.health import api as health_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
-from app.runs import import_views, report_api, views
+from app.runs import compare, import_views, list_views, report_api, smoke, views
 from app.security import install as install_security
 
 
@@ -30,6 +32,9 @@ def create_app() -> FastAPI:
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
+    app.include_router(dry_runs_api.router)
+    app.include_router(dry_runs_api.report_router)
+    app.include_router(dry_run_views.router)
     app.include_router(health_api.router)
     app.include_router(datasets_api.router)
     app.include_router(dataset_views.router)
@@ -38,9 +43,12 @@ def create_app() -> FastAPI:
     app.include_router(alerts_api.router)
     app.include_router(alert_views.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
+    app.include_router(list_views.router)
+    app.include_router(compare.router)  # before views: /runs/compare is not a run id
+    app.include_router(smoke.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
-    install_security(app, token_routers=[report_api.router])
+    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router])
     install_docs(app)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),

@@ -2,7 +2,8 @@
 
 from app.alerts.models import Alert, AlertConfig, AlertMute, Delivery, DeliveryAttempt  # noqa: F401
 from app.auth.models import ApiKey, User, UserSession  # noqa: F401
+from app.dryruns.models import DryRun  # noqa: F401
 from app.health.models import DiagnosticsRecord, FindingRecord  # noqa: F401
 from app.metrics.models import MetricPoint, MetricRollup  # noqa: F401
 from app.rollouts.models import RolloutGroup  # noqa: F401
-from app.runs.models import Run  # noqa: F401
+from app.runs.models import Run, RunTag  # noqa: F401

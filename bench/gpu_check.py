@@ -68,10 +68,10 @@ def spec_for(model: str, steps: int, length: int) -> dict[str, Any]:
 
 
 def bare(spec_dict: dict[str, Any]) -> list[float]:
-    from app.runs.spec import RunSpec
     from trl import GRPOTrainer
 
-    from worker.rewards.registry import REWARDS
+    from grpodeck.contract.spec import RunSpec
+    from worker.rewards.registry import build
     from worker.training.config import build_grpo_config
     from worker.training.datasets import load_prompts
     from worker.training.models import load_model_and_tokenizer
@@ -82,7 +82,7 @@ def bare(spec_dict: dict[str, Any]) -> list[float]:
     clock = StepClock()
     with tempfile.TemporaryDirectory() as out:
         GRPOTrainer(model=model, processing_class=tokenizer, args=build_grpo_config(spec, out),
-                    reward_funcs=[REWARDS[r.name].build(r.params) for r in spec.rewards],
+                    reward_funcs=[build(r.name, r.params) for r in spec.rewards],
                     train_dataset=train_ds, callbacks=[clock]).train()
     return clock.intervals()
 

@@ -107,11 +107,11 @@ class DeckServer:
 
     def new_run(self, spec: dict[str, object] | None = None) -> tuple[int, str]:
         """A queued run claimed as a worker claims it: (run id, run token)."""
-        from app.runs.spec import RunSpec
         from sqlalchemy import create_engine
         from sqlalchemy.orm import Session
 
         from app.runs import service
+        from grpodeck.contract.spec import RunSpec
 
         engine = create_engine(self.database_url)
         with Session(engine) as db:

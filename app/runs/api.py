@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
 from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
-from app.runs import lifecycle, service
+from app.runs import lifecycle, listing, service
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.schemas import LaunchedOut, RunOut
@@ -34,8 +34,20 @@ def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity) -> Launched
 
 
 @router.get("", response_model=list[RunOut])
-def list_all(db: SessionDep) -> list[RunOut]:
-    return [RunOut.of(r) for r in service.list_runs(db)]
+def list_all(request: Request, response: Response, db: SessionDep) -> list[RunOut]:
+    """Runs, newest first: the runs list's filters and pages as query parameters (``status``,
+    ``source``, ``verdict``, ``model``, ``dataset``, ``reward``, ``tag``, ``q``, ``archived``=
+    active|archived|all, ``sort``, ``page``, ``per_page`` up to 200, default 200). The total
+    matching count is in the ``X-Total-Count`` header."""
+    params = dict(request.query_params)
+    params.setdefault("per_page", str(listing.MAX_PER_PAGE))
+    try:
+        query = listing.ListQuery.parse(params)
+    except listing.ListError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
+    page = listing.page_of_runs(db, query)
+    response.headers["X-Total-Count"] = str(page.total)
+    return [RunOut.of(r) for r in page.runs]
 
 
 @router.get("/{run_id}", response_model=RunOut)
@@ -73,6 +85,7 @@ def remove(run_id: int, db: SessionDep, identity: CurrentIdentity) -> Response:
         raise HTTPException(status.HTTP_409_CONFLICT, reason)
     service.delete_run(db, run)
     db.commit()
+    service.remove_files(run_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -10,10 +10,12 @@ from app.alerts.rules import split_urls
 from grpodeck.contract.spec import RunSpec, batch_problems
 
 REWARD_ROWS = 3
+MAX_REWARD_ROWS = 16  # RunSpec.rewards max_length: a cloned spec may hold more than 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",
                  "beta", "epsilon", "max_completion_length", "temperature", "logging_steps",
-                 "eval_steps", "seed", "rollout_every", "rollout_groups")
-TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "eval_split", "scale_rewards")
+                 "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length")
+TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "train_split", "eval_split",
+               "scale_rewards")
 
 
 def parse_params(text: str) -> dict[str, str]:
@@ -28,27 +30,30 @@ def parse_params(text: str) -> dict[str, str]:
 
 
 # The words each field's label shows; errors are listed under these, never the internal names.
-REWARD_LABELS = {f"reward_{i}_{part}": f"Reward {i + 1} {words}" for i in range(REWARD_ROWS)
+REWARD_LABELS = {f"reward_{i}_{part}": f"Reward {i + 1} {words}" for i in range(MAX_REWARD_ROWS)
                  for part, words in (("name", "function"), ("weight", "weight"),
                                      ("params", "parameters"))}
 LABELS = {  # in the form's order: the error list above the form follows it
-    "name": "Run name", "model": "Model", "dataset": "Dataset", "eval_split": "Eval split",
-    "eval_steps": "Eval every N steps", **REWARD_LABELS,
+    "name": "Run name", "model": "Model", "dataset": "Dataset",
+    "dataset_config": "Dataset configuration", "train_split": "Train split",
+    "eval_split": "Eval split", "eval_steps": "Eval every N steps", **REWARD_LABELS,
     "num_generations": "num_generations (group size)", "per_device_train_batch_size": "Batch size",
     "max_steps": "max_steps", "learning_rate": "learning_rate", "beta": "beta (KL coefficient)",
-    "epsilon": "epsilon (clip)", "max_completion_length": "max_completion_length (tokens)",
+    "epsilon": "epsilon (clip)", "max_prompt_length": "max_prompt_length (tokens)",
+    "max_completion_length": "max_completion_length (tokens)",
     "temperature": "temperature", "scale_rewards": "scale_rewards",
     "logging_steps": "logging_steps", "seed": "seed",
     "rollout_every": "Capture rollouts every N logging steps",
     "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
     "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
+    "smoke_steps": "Smoke test steps",
 }
 
 
-def reward_rows(form: dict[str, str]) -> list[int]:
+def filled_reward_rows(form: dict[str, str]) -> list[int]:
     """The form rows that became ``rewards`` entries, in order: rewards[k] is row rows[k]."""
     rows = []
-    for i in range(REWARD_ROWS):
+    for i in range(MAX_REWARD_ROWS):
         if not (form.get(f"reward_{i}_name") or "").strip():
             continue
         try:
@@ -73,7 +78,7 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
                       "ignore": [c.strip() for c in (form.get("alert_ignore") or "").split(",")
                                  if c.strip()]}
     rewards = []
-    for i in range(REWARD_ROWS):
+    for i in range(MAX_REWARD_ROWS):
         name = (form.get(f"reward_{i}_name") or "").strip()
         if not name:
             continue
@@ -88,6 +93,29 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         errors["reward_0_name"] = "choose at least one reward function"
     data["rewards"] = rewards
     return data, errors
+
+
+def spec_to_form(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec as the form's fields (the inverse of ``form_to_data``): what "New run from
+    this one" fills in, so launching it unchanged yields the same spec."""
+    values: dict[str, Any] = {k: spec.get(k) for k in TEXT_FIELDS + NUMBER_FIELDS}
+    for i, reward in enumerate(spec.get("rewards") or []):
+        values[f"reward_{i}_name"] = reward.get("name", "")
+        values[f"reward_{i}_weight"] = reward.get("weight", 1.0)
+        values[f"reward_{i}_params"] = ", ".join(
+            f"{k}={v}" for k, v in (reward.get("params") or {}).items())
+    alerts = spec.get("alerts") or {}
+    values["alert_urls"] = " ".join(alerts.get("urls") or [])
+    values["alert_min_severity"] = alerts.get("min_severity") or "warning"
+    values["alert_ignore"] = ", ".join(alerts.get("ignore") or [])
+    values["stop_on_critical"] = bool(spec.get("stop_on_critical"))
+    return {k: ("" if v is None else v) for k, v in values.items()}
+
+
+def reward_row_count(values: dict[str, Any]) -> int:
+    """Enough rows for every reward the values hold, and at least the usual three."""
+    used = [i for i in range(MAX_REWARD_ROWS) if values.get(f"reward_{i}_name")]
+    return max(REWARD_ROWS, (used[-1] + 2) if used else 0)
 
 
 def _reward_field(loc: tuple[Any, ...], message: str, rows: list[int]) -> str:
@@ -154,7 +182,7 @@ def validate_form(form: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]
     try:
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
-        found = field_errors(exc, reward_rows(form))
+        found = field_errors(exc, filled_reward_rows(form))
         if cross:  # the model validator's joined message, now shown at each field
             found.pop("_form", None)
         return None, {**found, **cross, **errors}

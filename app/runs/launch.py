@@ -13,10 +13,13 @@ from grpodeck.contract.spec import RunSpec
 log = logging.getLogger(__name__)
 
 
-def launch(db: Session, spec: RunSpec, *, created_by: int | None = None) -> Run:
+def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
+           parent_id: int | None = None, smoke_full_steps: int | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
-    loses it."""
-    run, ticket = service.create_run(db, spec=spec, created_by=created_by)
+    loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
+    test, the max_steps of the full run it offers to launch."""
+    run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
+    run.smoke_full_steps = smoke_full_steps
     db.commit()
     try:
         run.task_id = launcher.enqueue(run, ticket)

@@ -16,7 +16,7 @@ class Run(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(120))
+    name: Mapped[str] = mapped_column(String(120), index=True)
     source: Mapped[str] = mapped_column(String(16), default="launched")  # launched | imported
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16), index=True)
@@ -24,7 +24,8 @@ class Run(Base):
     current_step: Mapped[int] = mapped_column(Integer, default=0)
     token_hash: Mapped[str | None] = mapped_column(String(64))  # set at claim, cleared at the end
     claim_hash: Mapped[str | None] = mapped_column(String(64))  # single-use ticket in the queue
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(),
+                                                 index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -38,7 +39,7 @@ class Run(Base):
     error: Mapped[str | None] = mapped_column(Text)
     traceback_tail: Mapped[str | None] = mapped_column(Text)
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
-    verdict: Mapped[str | None] = mapped_column(String(16))  # healthy | warning | critical
+    verdict: Mapped[str | None] = mapped_column(String(16), index=True)  # healthy | warning | critical
     metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
     # who launched or imported it; None for runs from before accounts, the CLI import, dev mode
     created_by_id: Mapped[int | None] = mapped_column(
@@ -49,3 +50,21 @@ class Run(Base):
     # Steps whose chart summaries above level 1 are out of date (app/metrics/rollups.py).
     rollups_stale_lo: Mapped[int | None] = mapped_column(Integer)
     rollups_stale_hi: Mapped[int | None] = mapped_column(Integer)
+    # The run this one was cloned from ("New run from this one"); its page diffs the two specs.
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    # A smoke test runs a few steps of a spec; this is the max_steps of the full run it offers.
+    smoke_full_steps: Mapped[int | None] = mapped_column(Integer)
+
+
+class RunTag(Base):
+    """One tag on one run. A table rather than a JSON list so the runs list can filter by tag
+    with an index lookup on both SQLite and PostgreSQL."""
+
+    __tablename__ = "run_tags"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"),
+                                        primary_key=True)
+    tag: Mapped[str] = mapped_column(String(40), primary_key=True, index=True)

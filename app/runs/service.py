@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from app.core.config import get_settings
 from app.core.db import begin_write
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
@@ -26,8 +28,8 @@ def token_matches(run: Run, token: str) -> bool:
     return run.token_hash is not None and hmac.compare_digest(run.token_hash, hash_token(token))
 
 
-def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None
-               ) -> tuple[Run, str]:
+def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None,
+               parent_id: int | None = None) -> tuple[Run, str]:
     """Store a queued run and return it with its single-use claim ticket (it travels in the
     task message; the worker trades it for the run's token, see ``claim``)."""
     ticket = secrets.token_urlsafe(32)
@@ -38,6 +40,7 @@ def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None
         max_steps=spec.max_steps,
         claim_hash=hash_token(ticket),
         created_by_id=created_by,
+        parent_id=parent_id,
     )
     db.add(run)
     db.flush()
@@ -98,6 +101,15 @@ def delete_run(db: Session, run: Run) -> None:
     """Remove a finished run; its metrics, findings and rollouts go with it (ON DELETE CASCADE)."""
     db.delete(run)
     db.flush()
+
+
+def remove_files(run_id: int) -> None:
+    """After the deletion is committed: the run's directory (spec, logs, spool, checkpoints)
+    under the runs directory, when this machine holds it."""
+    root = get_settings().runs_dir.resolve()
+    path = (root / str(int(run_id))).resolve()
+    if path.parent == root and path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def storable_id(run_id: int) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
@@ -17,37 +17,52 @@ from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.datasets.store import list_names
+from app.dryruns.api import dry_run_or_404
 from app.health.api import group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.rollups import chart_data
-from app.runs import lifecycle, service
+from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
-from app.runs.form import LABELS, REWARD_ROWS, error_summary, validate_form
+from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.progress import progress
+from app.runs.smoke import smoke_context
+from app.runs.spec_diff import spec_changes
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(include_in_schema=False)
+SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
-def _form_context(values: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+def _form_context(values: dict[str, Any], errors: dict[str, str],
+                  parent: Run | None = None) -> dict[str, Any]:
     uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
-            "reward_rows": REWARD_ROWS, "labels": LABELS, "summary": error_summary(errors)}
+            "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
+            "summary": error_summary(errors)}
 
 
 def _default_values() -> dict[str, Any]:
-    spec = RunSpec()
-    values: dict[str, Any] = spec.model_dump(exclude={"rewards"})
-    for i, reward in enumerate(spec.rewards):
-        values[f"reward_{i}_name"] = reward.name
-        values[f"reward_{i}_weight"] = reward.weight
-        values[f"reward_{i}_params"] = ", ".join(f"{k}={v}" for k, v in reward.params.items())
-    return {k: ("" if v is None else v) for k, v in values.items()}
+    return {**spec_to_form(RunSpec().model_dump(mode="json")), "smoke_steps": SMOKE_STEPS}
+
+
+def _parent(db: SessionDep, raw: str | None) -> Run | None:
+    """The run a clone comes from (``?from=`` or the form's ``parent_id``); 404 if it is gone,
+    refused if it was imported (an imported log has no launchable spec)."""
+    if raw in (None, ""):
+        return None
+    try:
+        run_id = int(raw)
+    except ValueError:
+        raise HTTPException(400, f"from must be a run id, not {raw[:40]!r}") from None
+    run = run_or_404(db, run_id)
+    if run.source != "launched":
+        raise HTTPException(409, f"run {run_id} was imported: it has no spec to launch again")
+    return run
 
 
 @router.get("/", response_class=RedirectResponse)
@@ -55,40 +70,40 @@ def home() -> RedirectResponse:
     return RedirectResponse("/runs", status_code=303)
 
 
-@router.get("/runs", response_class=HTMLResponse)
-def runs_page(request: Request, db: SessionDep) -> Response:
-    return templates.TemplateResponse(request, "runs/list.html", _list_context(db))
-
-
-@router.get("/runs/_table", response_class=HTMLResponse)
-def runs_table(request: Request, db: SessionDep) -> Response:
-    return templates.TemplateResponse(request, "runs/_table.html", _list_context(db))
-
-
-def _list_context(db: SessionDep) -> dict[str, Any]:
-    runs = service.list_runs(db)
-    return {"runs": runs, "progress": {r.id: progress(r) for r in runs},
-            "any_live": any(lifecycle.is_live(r) for r in runs)}
-
-
 @router.get("/runs/new", response_class=HTMLResponse)
-def new_run_form(request: Request, dataset: str | None = None) -> Response:
-    """``?dataset=NAME`` preselects a dataset (the upload page links here)."""
-    values = _default_values()
+def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
+                 from_: Annotated[str | None, Query(alias="from")] = None,
+                 dry_run: int | None = None) -> Response:
+    """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
+    the form with that run's spec ("New run from this one") and remembers it as the parent."""
+    parent = _parent(db, from_)
+    values = spec_to_form(parent.spec) if parent else _default_values()
+    if dry_run is not None:  # "Edit the spec" on a dry run's page
+        values = spec_to_form(dry_run_or_404(db, dry_run).spec)
     if dataset:
         values["dataset"] = dataset[:300]
-    return templates.TemplateResponse(request, "runs/new.html", _form_context(values, {}))
+    return templates.TemplateResponse(request, "runs/new.html",
+                                      _form_context(values, {}, parent))
 
 
 @router.post("/runs/new", response_class=HTMLResponse)
 async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
+    parent = _parent(db, form.get("parent_id"))
     spec, errors = validate_form(form)
     if spec is None:
-        return templates.TemplateResponse(request, "runs/new.html", _form_context(form, errors),
-                                          status_code=422)
-    run = launch(db, spec, created_by=identity.user_id)
+        return templates.TemplateResponse(request, "runs/new.html",
+                                          _form_context(form, errors, parent), status_code=422)
+    run = launch(db, spec, created_by=identity.user_id,
+                 parent_id=parent.id if parent else None)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)
+
+
+def _lineage_context(db: SessionDep, run: Run) -> dict[str, Any]:
+    """The run's parent (if it was cloned) and what changed from it."""
+    parent = service.get_run(db, run.parent_id) if run.parent_id else None
+    changes = spec_changes(parent.spec, run.spec) if parent else []
+    return {"parent": parent, "changes": changes}
 
 
 def _run_context(run: Run) -> dict[str, Any]:
@@ -116,6 +131,8 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
     context["summaries"] = chart_summaries(db, run.id)
+    context.update(_lineage_context(db, run))
+    context.update(smoke_context(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 
@@ -178,16 +195,24 @@ def cancel_run(run_id: int, request: Request, db: SessionDep,
 
 
 @router.post("/runs/{run_id}/delete", response_class=HTMLResponse)
-def delete_run(run_id: int, request: Request, db: SessionDep,
-               identity: CurrentIdentity) -> Response:
-    """The run page's Delete button (htmx): back to the list once the run is gone."""
+async def delete_run(run_id: int, request: Request, db: SessionDep,
+                     identity: CurrentIdentity) -> Response:
+    """The Delete buttons (htmx, confirmed first): the run page goes back to the list; the list
+    (its form carries ``list``, the filters it shows) re-renders its table."""
     run = run_or_404(db, run_id)
+    form = {k: str(v) for k, v in (await request.form()).items()}
     refusal = identity.manage_refusal(run) or deletion_refusal(run)
+    status_code = 403 if identity.manage_refusal(run) else 409
+    if refusal is not None and "list" in form:
+        return list_views.after_change(request, db, form, refusal, status_code)
     if refusal is not None:
         return HTMLResponse(f'<div class="alert critical">{html.escape(refusal)}</div>',
-                            status_code=403 if identity.manage_refusal(run) else 409)
+                            status_code=status_code)
     service.delete_run(db, run)
     db.commit()
+    service.remove_files(run_id)
+    if "list" in form:
+        return list_views.after_change(request, db, form, f"run {run_id} deleted")
     if request.headers.get("hx-request") == "true":
         return Response(status_code=200, headers={"HX-Redirect": "/runs"})
     return RedirectResponse("/runs", status_code=303)

@@ -1,0 +1,69 @@
+"""JSON API for dry runs: ``POST /api/dry-runs`` (a spec in, an id out) and
+``GET /api/dry-runs/{id}`` (the result once the worker answered). The worker posts its scores to
+``POST /api/dry-runs/{id}/result`` with the single-use ticket its task message carried."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, HTTPException, Query, status
+
+from app.auth.identity import CurrentIdentity
+from app.core.db import SessionDep
+from app.dryruns import service
+from app.dryruns.models import DryRun
+from app.dryruns.schemas import DryRunResultIn
+from grpodeck.contract.spec import RunSpec
+
+router = APIRouter(prefix="/api/dry-runs", tags=["dry runs"])
+report_router = APIRouter(prefix="/api/dry-runs", tags=["report"])
+
+DEFAULT_PROMPTS, MAX_PROMPTS = 4, 16
+
+
+def dry_run_or_404(db: SessionDep, dry_run_id: int) -> DryRun:
+    dry = service.get(db, dry_run_id)
+    if dry is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"dry run {dry_run_id} not found")
+    return dry
+
+
+def as_json(dry: DryRun) -> dict[str, Any]:
+    """The record with its result's fields at the top level (``zero_spread_share``,
+    ``rewards``, ``verdict``, ...); null while the worker has not answered."""
+    result = dry.result or {}
+    return {"id": dry.id, "status": dry.status, "url": f"/dry-runs/{dry.id}", "spec": dry.spec,
+            "created_at": dry.created_at, "finished_at": dry.finished_at, "error": dry.error,
+            "zero_spread_share": result.get("zero_spread_share"),
+            "rewards": result.get("rewards"), "verdict": result.get("verdict"),
+            "result": dry.result}
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED)
+def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity,
+           prompts: Annotated[int, Query(ge=1, le=MAX_PROMPTS,
+                                         description="prompts to sample groups for")]
+           = DEFAULT_PROMPTS) -> dict[str, Any]:
+    """Score ``prompts`` groups of ``num_generations`` sampled completions with every reward,
+    on a worker, without training. Poll ``GET /api/dry-runs/{id}`` for the result."""
+    dry = service.start(db, spec, prompts, identity.user_id)
+    return as_json(dry)
+
+
+@router.get("/{dry_run_id}")
+def get_one(dry_run_id: int, db: SessionDep) -> dict[str, Any]:
+    return as_json(dry_run_or_404(db, dry_run_id))
+
+
+@report_router.post("/{dry_run_id}/result", status_code=status.HTTP_204_NO_CONTENT,
+                    responses={401: {"description": "wrong or spent ticket"}})
+def result(dry_run_id: int, body: DryRunResultIn, db: SessionDep,
+           authorization: Annotated[str | None, Header()] = None) -> None:
+    """The worker's scores (or the error that stopped it); accepted once."""
+    dry = dry_run_or_404(db, dry_run_id)
+    ticket = (authorization or "").removeprefix("Bearer ").strip()
+    if not service.accept_result(db, dry, ticket, body.model_dump()):
+        db.rollback()
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED,
+                            f"dry run {dry_run_id}: wrong ticket, or its result is already in")
+    db.commit()

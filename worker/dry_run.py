@@ -1,0 +1,230 @@
+"""Dry runs on the worker: sample ``num_generations`` completions for a few prompts with the
+spec's model, score them with every reward, train nothing, and post the scores back.
+
+The Celery task (``grpodeck.dry_run``, sent by name from the web app) runs the sampling in a
+child process (``python -m worker.dry_run``): a model that exhausts memory or a reward that
+crashes the interpreter takes the child down, not the worker, and the built-ins' offline
+switches take effect before any Hugging Face library is imported. A reward that raises is not
+a failure of the dry run: its traceback is the answer, with whatever was scored before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from worker.celery_app import celery_app
+
+log = logging.getLogger(__name__)
+
+CHILD_TIMEOUT_S = 900  # model download + sampling; a hub model on CPU can take minutes
+POST_ATTEMPTS = 5
+TEXT_CHARS = 4_000
+
+
+def reward_keys(names: list[str]) -> list[str]:
+    """One key per reward; a reward used twice (two targets) gets ``name#2``."""
+    keys: list[str] = []
+    for name in names:
+        key, n = name, 1
+        while key in keys:
+            n += 1
+            key = f"{name}#{n}"
+        keys.append(key)
+    return keys
+
+
+def _render(tokenizer: Any, prompt: Any) -> str:
+    if isinstance(prompt, list):  # conversational: what TRL feeds the model
+        return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+    return str(prompt)
+
+
+def _sample(model: Any, tokenizer: Any, prompt: Any, spec: Any) -> list[str]:
+    import torch
+
+    inputs = tokenizer(_render(tokenizer, prompt), return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**inputs, do_sample=True, temperature=spec.temperature,
+                             max_new_tokens=spec.max_completion_length,
+                             num_return_sequences=spec.num_generations,
+                             pad_token_id=tokenizer.pad_token_id)
+    new = out[:, inputs["input_ids"].shape[1]:]
+    return tokenizer.batch_decode(new, skip_special_tokens=True)
+
+
+def _score(spec: Any, rows: list[dict[str, Any]], texts: list[list[str]]
+           ) -> tuple[list[dict[str, Any]], str | None]:
+    """Call every reward the way TRL does (prompts, completions and the dataset's other columns,
+    one entry per completion); stop at the first that raises and return its traceback."""
+    from worker.rewards.registry import build
+
+    keys = reward_keys([r.name for r in spec.rewards])
+    groups: list[dict[str, Any]] = []
+    for row, completions in zip(rows, texts, strict=True):
+        chat = isinstance(row["prompt"], list)
+        given = [[{"role": "assistant", "content": t}] if chat else t for t in completions]
+        columns = {k: [v] * len(completions) for k, v in row.items() if k != "prompt"}
+        scores: dict[str, list[float | None]] = {}
+        for key, reward in zip(keys, spec.rewards, strict=True):
+            fn = build(reward.name, reward.params)
+            try:
+                scores[key] = [_number(v) for v in
+                               fn(prompts=[row["prompt"]] * len(completions), completions=given,
+                                  **columns)]
+            except Exception:  # noqa: BLE001 - the traceback is the answer a person needs
+                return groups, (f"reward {key!r} raised on prompt {len(groups) + 1}:\n"
+                                + traceback.format_exc())
+        groups.append({"prompt": _render_prompt(row["prompt"]),
+                       "completions": [{"text": t[:TEXT_CHARS],
+                                        "rewards": {k: scores[k][i] for k in keys}}
+                                       for i, t in enumerate(completions)]})
+    return groups, None
+
+
+REFERENCE_COLUMNS = ("answer", "solution", "reference")
+
+
+def score_references(spec: Any, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """When the dataset has reference answers, score them as if the model had written them:
+    a reward that does not give a correct answer its top score is broken before any sampling
+    can tell. None when there is no reference column; a reward that raises is left out (the
+    sampled scoring reports its traceback)."""
+    from worker.rewards.registry import build
+
+    column = next((c for c in REFERENCE_COLUMNS if rows and c in rows[0]), None)
+    if column is None:
+        return None
+    chat = isinstance(rows[0]["prompt"], list)
+    given = [[{"role": "assistant", "content": str(r[column])}] if chat else str(r[column])
+             for r in rows]
+    columns = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
+    scores: dict[str, list[float | None]] = {}
+    for key, reward in zip(reward_keys([r.name for r in spec.rewards]), spec.rewards,
+                           strict=True):
+        try:
+            values = build(reward.name, reward.params)(
+                prompts=[r["prompt"] for r in rows], completions=given, **columns)
+        except Exception:  # the sampled scoring reports it, with its traceback
+            log.info("dry run: reward %s raised on the reference answers", key, exc_info=True)
+        else:
+            scores[key] = [_number(v) for v in values]
+    return {"column": column, "count": len(rows), "rewards": scores}
+
+
+def _number(value: Any) -> float | None:
+    """A reward's score as JSON can carry it: None (abstained) for None and NaN/inf."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _render_prompt(prompt: Any) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in prompt)[:TEXT_CHARS]
+    return str(prompt)[:TEXT_CHARS]
+
+
+def dry_run(spec_data: dict[str, Any], prompts: int) -> dict[str, Any]:
+    """The raw result the web app analyses: weights, scored groups, error, timings."""
+    from grpodeck.contract.spec import RunSpec
+    from worker.training.child import _offline_if_builtin
+
+    spec = RunSpec.model_validate(spec_data)
+    weights = dict(zip(reward_keys([r.name for r in spec.rewards]),
+                       [r.weight for r in spec.rewards], strict=True))
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    with _offline_if_builtin(spec):
+        import torch
+        from transformers import set_seed
+
+        from worker.training.datasets import load_prompts
+        from worker.training.models import load_model_and_tokenizer
+
+        set_seed(spec.seed)
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+        model, tokenizer = load_model_and_tokenizer(spec.model)
+        model.eval()
+        train, _ = load_prompts(spec)
+        rows = [train[i] for i in range(min(prompts, len(train)))]
+        timings["load"] = time.perf_counter() - started
+        mark = time.perf_counter()
+        texts = [_sample(model, tokenizer, row["prompt"], spec) for row in rows]
+        timings["sample"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    groups, error = _score(spec, rows, texts)
+    reference = score_references(spec, rows)
+    timings["score"] = time.perf_counter() - mark
+    timings["total"] = time.perf_counter() - started
+    return {"weights": weights, "groups": groups, "error": error, "timings": timings,
+            "reference": reference}
+
+
+def _post(report_url: str, dry_run_id: int, ticket: str, body: dict[str, Any]) -> None:
+    url = f"{report_url.rstrip('/')}/api/dry-runs/{dry_run_id}/result"
+    for attempt in range(POST_ATTEMPTS):
+        try:
+            reply = httpx.post(url, json=body, headers={"Authorization": f"Bearer {ticket}"},
+                               timeout=30)
+        except httpx.TransportError:
+            time.sleep(2 ** attempt)
+            continue
+        if reply.status_code == 401:  # already answered (a redelivered task): nothing to do
+            log.info("dry run %s: result refused: %s", dry_run_id, reply.text)
+        elif reply.status_code >= 400:
+            log.error("dry run %s: result refused: %s %s", dry_run_id, reply.status_code,
+                      reply.text[:500])
+        return
+    log.error("dry run %s: the web app did not answer; result lost", dry_run_id)
+
+
+@celery_app.task(name="grpodeck.dry_run")
+def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url: str,
+                 ticket: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="grpodeck-dry-") as tmp:
+        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "result.json"
+        spec_path.write_text(json.dumps(spec))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "worker.dry_run", "--spec", str(spec_path),
+                 "--prompts", str(prompts), "--out", str(out_path)],
+                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+            if done.returncode == 0 and out_path.exists():
+                body = json.loads(out_path.read_text())
+            else:
+                body = {"error": f"the dry run failed (exit {done.returncode}):\n"
+                                 + done.stderr[-8000:]}
+        except subprocess.TimeoutExpired:
+            body = {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was stopped"}
+    _post(report_url, dry_run_id, ticket, body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="sample and score one dry run")
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--prompts", type=int, default=4)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        result = dry_run(json.loads(Path(args.spec).read_text()), args.prompts)
+    except Exception:  # noqa: BLE001 - the model or dataset did not load: that is the answer
+        result = {"error": traceback.format_exc()}
+    Path(args.out).write_text(json.dumps(result, allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
