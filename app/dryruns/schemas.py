@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.fields import CleanText, FiniteOrNull, Text
+from grpodeck.contract.fields import CleanText, FiniteOrNull, Text
 
 MAX_TEXT = 4_000
 

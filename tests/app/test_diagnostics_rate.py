@@ -5,7 +5,6 @@ the run's end) sees them all."""
 from __future__ import annotations
 
 import pytest
-from app.metrics.schemas import MetricRow
 from fastapi.testclient import TestClient
 from sqlalchemy import inspect, select
 
@@ -14,6 +13,7 @@ from app.core.db import get_engine, get_sessionmaker
 from app.health.models import DiagnosticsRecord
 from app.metrics import pipeline
 from app.runs.service import get_run_for_update
+from grpodeck.contract.wire import MetricRow
 from tests.app.conftest import running_run
 
 
