@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     datasets_dir: Path = Field(
         VAR / "datasets", description="the only place local .json/.jsonl datasets are read from; "
         "uploads are stored here")
+    runs_dir: Path = Field(
+        VAR / "runs", description="the workers' run folders, when they share this host's disk (the "
+        "embedded default); deleting a run removes its folder there, if any")
     dataset_upload_max_bytes: int = Field(20 * 1024 * 1024, description="largest dataset upload accepted")
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0

@@ -22,19 +22,26 @@ branch_labels = None
 depends_on = None
 
 
+RUN_INDEXES = ("parent_id", "name", "verdict", "created_at", "archived_at")
+
+
 def upgrade() -> None:
-    with op.batch_alter_table("runs", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("parent_id", sa.Integer(), nullable=True))
-        batch_op.add_column(sa.Column("note", sa.Text(), nullable=True))
-        batch_op.add_column(sa.Column("archived_at", sa.DateTime(timezone=True), nullable=True))
-        batch_op.add_column(sa.Column("smoke_full_steps", sa.Integer(), nullable=True))
-        batch_op.create_foreign_key("fk_runs_parent_id", "runs", ["parent_id"], ["id"],
-                                    ondelete="SET NULL")
-        batch_op.create_index("ix_runs_parent_id", ["parent_id"])
-        batch_op.create_index("ix_runs_name", ["name"])
-        batch_op.create_index("ix_runs_verdict", ["verdict"])
-        batch_op.create_index("ix_runs_created_at", ["created_at"])
-        batch_op.create_index("ix_runs_archived_at", ["archived_at"])
+    # In place, never batch mode: on SQLite batch mode copies ``runs`` to a new table and drops
+    # the old one, and ON DELETE CASCADE then empties every run's points, findings and rollouts.
+    # SQLite's ADD COLUMN takes an inline REFERENCES when the default is NULL (raw SQL: Alembic
+    # refuses a foreign key outside batch mode there).
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("ALTER TABLE runs ADD COLUMN parent_id INTEGER "
+                   "REFERENCES runs (id) ON DELETE SET NULL")
+    else:
+        op.add_column("runs", sa.Column("parent_id", sa.Integer(), nullable=True))
+        op.create_foreign_key("fk_runs_parent_id", "runs", "runs", ["parent_id"], ["id"],
+                              ondelete="SET NULL")
+    op.add_column("runs", sa.Column("note", sa.Text(), nullable=True))
+    op.add_column("runs", sa.Column("archived_at", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("runs", sa.Column("smoke_full_steps", sa.Integer(), nullable=True))
+    for column in RUN_INDEXES:
+        op.create_index(f"ix_runs_{column}", "runs", [column])
     op.create_table(
         "run_tags",
         sa.Column("run_id", sa.Integer(), sa.ForeignKey("runs.id", ondelete="CASCADE"),
@@ -62,12 +69,18 @@ def downgrade() -> None:
     op.drop_table("dry_runs")
     op.drop_index("ix_run_tags_tag", table_name="run_tags")
     op.drop_table("run_tags")
-    with op.batch_alter_table("runs", schema=None) as batch_op:
-        for name in ("ix_runs_archived_at", "ix_runs_created_at", "ix_runs_verdict",
-                     "ix_runs_name", "ix_runs_parent_id"):
-            batch_op.drop_index(name)
-        batch_op.drop_constraint("fk_runs_parent_id", type_="foreignkey")
-        batch_op.drop_column("smoke_full_steps")
-        batch_op.drop_column("archived_at")
-        batch_op.drop_column("note")
-        batch_op.drop_column("parent_id")
+    for column in RUN_INDEXES:
+        op.drop_index(f"ix_runs_{column}", table_name="runs")
+    if op.get_bind().dialect.name == "sqlite":
+        # Batch mode rebuilds ``runs``: with foreign keys enforced that would cascade-delete
+        # every run's children (see upgrade), so enforcement is off for the copy (the pragma
+        # works here because Alembic runs SQLite migrations outside a transaction).
+        op.execute("PRAGMA foreign_keys=OFF")
+        with op.batch_alter_table("runs") as batch_op:
+            for column in ("smoke_full_steps", "archived_at", "note", "parent_id"):
+                batch_op.drop_column(column)
+        op.execute("PRAGMA foreign_keys=ON")
+        return
+    op.drop_constraint("fk_runs_parent_id", "runs", type_="foreignkey")
+    for column in ("smoke_full_steps", "archived_at", "note", "parent_id"):
+        op.drop_column("runs", column)
