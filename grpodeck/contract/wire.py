@@ -37,6 +37,9 @@ class Completion(BaseModel):
     advantage: FiniteOrNull = None
     length: int | None = Field(None, ge=0, lt=MAX_STEP)  # tokens; unknown for imported parquet
     truncated: bool | None = None
+    # Why a reward scored low ("timeout", "no code found"): model output and error text, so
+    # cleaned and cut like the completion itself.
+    reasons: dict[Text(200), CleanText(500)] = Field(default_factory=dict, max_length=64)
 
 
 class Group(BaseModel):

@@ -64,7 +64,8 @@ def test_dataset_references(data_dirs: Path) -> None:
     assert dataset_reference(" builtin:arithmetic ") == "builtin:arithmetic"
     assert dataset_reference("openai/gsm8k") == "openai/gsm8k"
     assert message(dataset_reference, "builtin:nope") == (
-        "unknown built-in dataset; known: builtin:short-prompts, builtin:arithmetic")
+        "unknown built-in dataset; known: builtin:short-prompts, builtin:arithmetic, "
+        "builtin:humaneval, builtin:easy-python")
     for name in ("d.jsonl", "d.json"):  # whether it exists is for the worker to say
         assert dataset_reference(f" {name} ") == name
         (data_dirs / "datasets" / name).write_text("{}")
@@ -95,6 +96,6 @@ def test_reward_params() -> None:
     assert reward_params("exact_answer", {}) == {}
     assert message(reward_params, "nope", {}) == (
         "unknown reward function 'nope'; known: length_target, format_tag, exact_answer, "
-        "constant, debug_raise")
+        "constant, debug_raise, unit_tests, code_block_count, format_regex, answer_match, custom")
     spec = RunSpec(rewards=[{"name": "format_tag"}])
     assert spec.rewards[0].params == {"tag": "answer"}

@@ -13,6 +13,7 @@ from typing import Any
 
 from grpodeck.contract.catalog import REWARDS
 from grpodeck.contract.text import completion_text
+from worker.rewards import code, text
 
 RewardFn = Callable[..., list[float | None]]
 
@@ -72,6 +73,11 @@ FACTORIES: dict[str, Callable[..., RewardFn]] = {
     "exact_answer": _exact_answer,
     "constant": _constant,
     "debug_raise": _debug_raise,
+    "unit_tests": code.unit_tests,
+    "code_block_count": code.code_block_count,
+    "format_regex": text.format_regex,
+    "answer_match": text.answer_match,
+    "custom": text.custom,
 }
 if set(FACTORIES) != set(REWARDS):  # a name in the catalog without a function, or the reverse
     raise ImportError(f"reward catalog and functions differ: {sorted(set(FACTORIES) ^ set(REWARDS))}")

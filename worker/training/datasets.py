@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpodeck.contract.catalog import is_local_dataset
 from worker.paths import confine
+from worker.training.code_datasets import CODE_BUILTINS
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -68,17 +69,26 @@ def _arithmetic(seed: int) -> list[dict[str, Any]]:
 _BUILTINS = {"builtin:short-prompts": _short_prompts, "builtin:arithmetic": _arithmetic}
 
 
+def builtin_rows(name: str, seed: int) -> tuple[list[dict[str, Any]], int]:
+    """A built-in's rows and how many of the last ones an eval split holds out."""
+    if name in CODE_BUILTINS:
+        make, eval_rows = CODE_BUILTINS[name]
+        return make(), eval_rows
+    return _BUILTINS[name](seed), BUILTIN_EVAL_ROWS
+
+
 def _builtin(spec: RunSpec) -> tuple[Dataset, Dataset | None]:
-    """Hold out the last ``BUILTIN_EVAL_ROWS`` prompts when an eval split is requested."""
+    """Hold out the last eval rows (``BUILTIN_EVAL_ROWS``, fewer for small sets) when an eval
+    split is requested."""
     from datasets import Dataset
 
-    rows = _BUILTINS[spec.dataset](spec.seed)
+    rows, eval_rows = builtin_rows(spec.dataset, spec.seed)
     if spec.eval_split is None:
         return Dataset.from_list(rows), None
     if spec.eval_split not in BUILTIN_EVAL_SPLITS or spec.eval_split == spec.train_split:
         raise ValueError(f"built-in datasets have eval splits {', '.join(BUILTIN_EVAL_SPLITS)}, "
                          f"got {spec.eval_split!r}")
-    cut = len(rows) - BUILTIN_EVAL_ROWS
+    cut = len(rows) - eval_rows
     return Dataset.from_list(rows[:cut]), Dataset.from_list(rows[cut:])
 
 

@@ -14,7 +14,11 @@ Wire shape of one captured step (``grpodeck.contract.wire.RolloutStep``; also pr
 
     {"step": int, "groups": [{"index": int, "prompt": str, "completions": [
         {"text": str, "rewards": {name: float|null}, "total": float|null,
-         "advantage": float, "length": int, "truncated": bool}]}]}
+         "advantage": float, "length": int, "truncated": bool,
+         "reasons": {name: str}}]}]}     # reasons: only rewards that explained a low score
+
+Reasons come from rewards that log them through TRL's ``log_extra`` (``worker.rewards.outcome``):
+TRL keeps those columns in ``_logs["extra"]``, aligned with the batch like the rewards.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import torch
 from trl import GRPOTrainer
 
 from grpodeck.contract.text import clip, completion_text, render_messages
+from worker.rewards.outcome import REASON_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,12 @@ def weighted_total(rewards: Sequence[float | None], weights: Sequence[float]) ->
     """TRL's total: nansum of weight * component; None when every component is None/NaN."""
     terms = [w * r for r, w in zip(rewards, weights, strict=True) if r is not None and not math.isnan(r)]
     return float(sum(terms)) if terms else None
+
+
+def _reasons(columns: dict[str, list[Any]], i: int) -> dict[str, dict[str, str]]:
+    """``{"reasons": {reward: why}}`` for row ``i`` when a reward gave one, else nothing."""
+    found = {name: str(values[i]) for name, values in columns.items() if values[i]}
+    return {"reasons": found} if found else {}
 
 
 def build_groups(batch: dict[str, Any], num_generations: int, max_groups: int,
@@ -62,6 +73,7 @@ def build_groups(batch: dict[str, Any], num_generations: int, max_groups: int,
                 "advantage": _num(batch["advantages"][i]),
                 "length": int(batch["lengths"][i]),
                 "truncated": bool(batch["truncated"][i]),
+                **_reasons(batch.get("reasons", {}), i),
             })
         prompt = clip(render_messages(batch["prompts"][g * num_generations]))
         groups.append({"index": g, "prompt": prompt, "completions": completions})
@@ -116,9 +128,13 @@ class CapturingGRPOTrainer(GRPOTrainer):
         def tail(d: Any) -> list[Any]:
             return list(d)[-n:]
 
+        reasons = {column.removeprefix(REASON_PREFIX): tail(values)
+                   for column, values in self._logs["extra"].items()
+                   if column.startswith(REASON_PREFIX) and len(values) >= n}
         return {"prompts": tail(self._logs["prompt"]), "completions": tail(self._logs["completion"]),
                 "rewards": {name: tail(self._logs["rewards"][name]) for name in self.reward_func_names},
-                "advantages": tail(self._logs["advantages"]), "lengths": lengths, "truncated": truncated}
+                "advantages": tail(self._logs["advantages"]), "lengths": lengths, "truncated": truncated,
+                "reasons": reasons}
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         # Before super().log(): the reporter's on_log then flushes these with the step's rows.

@@ -1,0 +1,46 @@
+"""The code sandbox's cost per completion on this machine (not a test).
+
+Runs every HumanEval canonical solution (164 programs: prompt + body + the problem's checks)
+and trivial one-liners through ``worker.rewards.code.run_unit_tests``, the same path as the
+``unit_tests`` reward, and prints seconds per program and programs per second.
+Usage (from the repository root): python -m bench.sandbox_cost [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from worker import sandbox
+from worker.rewards.code import run_unit_tests
+from worker.training.code_datasets import humaneval_problems, humaneval_rows
+
+
+def measure(label: str, completions: list[str], tests: list[object], setups: list[str]) -> None:
+    started = time.perf_counter()
+    outcomes, seconds = run_unit_tests(completions, tests, setups)
+    wall = time.perf_counter() - started
+    passed = sum(o.score == 1.0 for o in outcomes)
+    print(f"{label:28} n={len(completions):4}  passed={passed:4}  "
+          f"per program: median {statistics.median(seconds):.3f}s  p95 "
+          f"{sorted(seconds)[int(0.95 * (len(seconds) - 1))]:.3f}s  "
+          f"batch wall {wall:.2f}s = {wall / len(completions):.3f}s/completion")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    print(f"isolation: {sandbox.isolation().describe()}; {os.cpu_count()} CPUs")
+    problems, rows = humaneval_problems(), humaneval_rows()
+    for _ in range(args.repeat):
+        measure("trivial (def f(): return 1)", ["def f():\n    return 1"] * 64,
+                ["assert f() == 1"] * 64, [""] * 64)
+        measure("HumanEval canonical", [p["prompt"] + p["canonical_solution"] for p in problems],
+                [r["tests"] for r in rows], [r["setup"] for r in rows])
+
+
+if __name__ == "__main__":
+    main()

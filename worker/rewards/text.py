@@ -1,0 +1,97 @@
+"""Text rewards: a full-match format pattern, an answer checked against a dataset column, and a
+``custom`` reward imported by name on the worker (the browser never sends code to run)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grpodeck.contract.kinds import import_path, match_mode, regular_expression
+from grpodeck.contract.text import completion_text
+from worker.rewards.outcome import Outcome, report, short
+
+ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+
+def format_regex(pattern: str) -> Callable[..., list[float | None]]:
+    """TRL reward: 1 when the whole completion matches ``pattern`` (anchored, ``.`` spans lines)."""
+    compiled = re.compile(regular_expression(pattern), re.DOTALL)
+
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        outcomes = [Outcome(1.0) if compiled.fullmatch(completion_text(c))
+                    else Outcome(0.0, "does not match the format") for c in completions]
+        return report(reward, outcomes, kwargs)
+
+    return reward
+
+
+def extract_answer(text: str, mode: str) -> str | None:
+    """The last <answer>...</answer>; else, numeric: the last number; exact: the last line."""
+    tagged = ANSWER_TAG.findall(text)
+    if tagged:
+        text = tagged[-1]
+        if mode == "exact":
+            return text.strip()
+    if mode == "numeric":
+        numbers = NUMBER.findall(text)
+        return numbers[-1] if numbers else None
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def same_answer(found: str, expected: Any, mode: str) -> bool:
+    if mode == "exact":
+        return found.strip() == str(expected).strip()
+    a, b = _number(found), _number(str(expected))
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def answer_match(mode: str, column: str) -> Callable[..., list[float | None]]:
+    """TRL reward: 1 when the extracted answer equals the row's ``column`` (exact or numeric)."""
+    mode = match_mode(mode)
+
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        expected = kwargs.get(column)
+        if expected is None:
+            raise ValueError(f"answer_match needs a {column!r} column in the dataset")
+        outcomes = []
+        for c, want in zip(completions, expected, strict=True):
+            found = extract_answer(completion_text(c), mode)
+            if found is None:
+                outcomes.append(Outcome(0.0, "no answer found"))
+            elif same_answer(found, want, mode):
+                outcomes.append(Outcome(1.0))
+            else:
+                outcomes.append(Outcome(0.0, short(f"answer {found!r}, expected {str(want)!r}", 200)))
+        return report(reward, outcomes, kwargs)
+
+    return reward
+
+
+def custom(path: str) -> Callable[..., list[float | None]]:
+    """TRL reward imported on the worker, called exactly as TRL would call it."""
+    module_name, _, attr = import_path(path).partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"custom reward {path!r} is not importable on this worker: {exc}") from None
+    if not callable(fn):
+        raise TypeError(f"custom reward {path!r} is not a function")
+
+    def reward(*args: Any, **kwargs: Any) -> list[float | None]:
+        return fn(*args, **kwargs)
+
+    return reward
