@@ -105,6 +105,14 @@ def csp_violations(page: Page) -> list[str]:
     return seen
 
 
+def without_replaced_requests(seen: list[str]) -> list[str]:
+    """htmx logs a request that ``hx-sync="this:replace"`` aborts (a newer filter change won) as
+    an error, "htmx:afterRequest" then "htmx:sendAbort": by design, not a policy violation."""
+    aborted = {line.replace("htmx:sendAbort", "htmx:afterRequest") for line in seen
+               if "htmx:sendAbort" in line}
+    return [line for line in seen if "htmx:sendAbort" not in line and line not in aborted]
+
+
 def test_forms_posted_from_another_origin_are_refused_and_store_nothing(
         page: Page, live: Stack, hostile: Hostile) -> None:
     run_id, headers = reporting_run(live)
@@ -179,7 +187,7 @@ def test_every_page_works_under_the_content_security_policy(page: Page, live: St
     page.select_option("#f-step", "1")
     page.select_option("#f-outcome", "all_fail")
     expect(page.locator("#groups article")).to_have_count(1)  # htmx swap under the policy
-    assert violations == []
+    assert without_replaced_requests(violations) == []
     httpx.post(f"{live.url}/api/runs/{run_id}/finished", json={"returncode": 0}, headers=headers)
 
 
