@@ -168,12 +168,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _database(backend: str, tmp: Path) -> tuple[str, str | None]:
+def _database(backend: str, tmp: Path, prefix: str = "grpodeck_load") -> tuple[str, str | None]:
+    """(database URL, PostgreSQL database name to drop afterwards or None) for a fresh store."""
     if backend == "sqlite":
         return f"sqlite:///{tmp / 'grpodeck.db'}", None
     import psycopg
 
-    name = f"grpodeck_load_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", name

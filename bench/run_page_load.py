@@ -21,25 +21,13 @@ import os
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.load import METRICS, PG_ADMIN
+from bench.load import METRICS, PG_ADMIN, _database
 
 CHUNK = 2_000  # steps per ingest call while filling
-
-
-def _database(backend: str) -> tuple[str, str | None]:
-    if backend == "sqlite":
-        return f"sqlite:///{tempfile.mkdtemp()}/bench.db", None
-    import psycopg
-
-    name = f"grpodeck_bench_page_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", name
 
 
 def fill(n_steps: int) -> int:
@@ -85,7 +73,7 @@ def main() -> None:
     parser.add_argument("steps", nargs="*", type=int, default=[1_000, 10_000, 100_000])
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
     args = parser.parse_args()
-    url, pg_name = _database(args.backend)
+    url, pg_name = _database(args.backend, Path(tempfile.mkdtemp()), "grpodeck_bench_page")
     os.environ["GRPODECK_DATABASE_URL"] = url
     os.environ.setdefault("GRPODECK_AUTH", "off")
     from fastapi.testclient import TestClient
