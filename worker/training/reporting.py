@@ -49,8 +49,8 @@ from tenacity import (
 )
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from grpodeck.client import spool
 from grpodeck.contract.wire import IngestReply, MetricBatch
-from worker import spool
 
 log = logging.getLogger(__name__)
 
