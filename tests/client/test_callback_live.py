@@ -3,6 +3,7 @@ tiny offline model) reporting to a real GRPO Deck (uvicorn + SQLite, tests/stack
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -139,7 +140,7 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     assert values == pytest.approx([r["loss"] for r in logged], rel=1e-6, abs=1e-9)
     assert deck.run(run_id)["status"] == "succeeded"
     marks = [json.loads(x) for x in times.read_text().splitlines()]
-    gaps = [(b["t"] - a["t"], a["t"]) for a, b in zip(marks, marks[1:], strict=False)]
+    gaps = [(b["t"] - a["t"], a["t"]) for a, b in itertools.pairwise(marks)]
     during = [g for g, t in gaps if start <= t <= end]
     normal = [g for g, t in gaps if t < start - 1 or t > end + 1]
     assert len(during) >= 3, "the outage must cover several steps"
