@@ -38,10 +38,10 @@ def model_dir() -> str:
 
 
 def start_script(deck: Stack, model: str, out: Path, name: str, steps: int,
-                 *extra: str) -> subprocess.Popen[str]:
+                 *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     cmd = [sys.executable, str(SCRIPT), "--model", model, "--url", deck.url, "--name", name,
            "--out", str(out), "--steps", str(steps), *extra]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
     return subprocess.Popen(cmd, cwd=out.parent, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
@@ -146,3 +146,24 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     assert len(during) >= 3, "the outage must cover several steps"
     # a step that waited on the frozen server would take the client's 5 s timeout
     assert max(during) < max(2.0, 3 * statistics.median(normal)), (during, normal)
+
+
+def test_the_callback_works_next_to_trackio_in_the_same_script(
+        deck: Stack, model_dir: str, tmp_path: Path) -> None:
+    """``report_to="trackio"`` and DeckCallback together: both get every step, neither fails."""
+    import sqlite3
+
+    store = tmp_path / "trackio"
+    out = finish(start_script(deck, model_dir, tmp_path / "out", "with-trackio", 3, "--trackio",
+                              env={"TRACKIO_DIR": str(store), "TRACKIO_PROJECT": "deck-test"}))
+    run_id = run_id_of(out)
+    assert deck.run(run_id)["status"] == "succeeded"
+    assert loss_series(deck, run_id)[0] == [1, 2, 3]
+    databases = list(store.glob("*.db"))
+    assert databases, f"trackio wrote no project under {store}: {list(store.iterdir())}"
+    with sqlite3.connect(databases[0]) as db:  # trackio's store: one JSON document per log
+        rows = [(step, json.loads(doc)) for step, doc in db.execute("SELECT step, metrics "
+                                                                   "FROM metrics")]
+    tracked = {step: m["train/loss"] for step, m in rows if "train/loss" in m}
+    steps, values = loss_series(deck, run_id)
+    assert dict(zip(steps, values, strict=True)) == pytest.approx(tracked)
