@@ -2,7 +2,7 @@
 
 Run as its own process by tests/client (no Celery, no worker code): stock ``trl.GRPOTrainer`` on
 a local model directory. ``--times FILE`` records each step's end (monotonic seconds), so a test
-can tell whether steps waited on the network; ``--trackio DIR`` also logs to trackio.
+can tell whether steps waited on the network; ``--trackio`` also logs to trackio.
 """
 
 from __future__ import annotations
@@ -40,17 +40,12 @@ def main() -> None:
         parser.add_argument(flag, required=True)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--times")
-    parser.add_argument("--trackio")
+    parser.add_argument("--trackio", action="store_true",
+                        help="also report_to trackio (its store: $TRACKIO_DIR, read at import)")
     parser.add_argument("--no-attach", action="store_true")
     a = parser.parse_args()
     prompts = [f"Tell me about {s}." for s in ("cats", "rain", "maps", "tea", "salt", "bees")]
-    report_to = "none"
-    if a.trackio:
-        import os
-
-        os.environ["TRACKIO_DIR"] = a.trackio
-        os.environ["TRACKIO_PROJECT"] = "deck-test"
-        report_to = "trackio"
+    report_to = "trackio" if a.trackio else "none"
     config = GRPOConfig(output_dir=a.out, max_steps=a.steps, per_device_train_batch_size=4,
                         num_generations=4, max_completion_length=16, logging_steps=1,
                         learning_rate=1e-4, save_strategy="no", report_to=report_to,
