@@ -167,3 +167,15 @@ def test_the_callback_works_next_to_trackio_in_the_same_script(
     tracked = {step: m["train/loss"] for step, m in rows if "train/loss" in m}
     steps, values = loss_series(deck, run_id)
     assert dict(zip(steps, values, strict=True)) == pytest.approx(tracked)
+
+
+def test_the_guard_rail_stops_an_external_run_with_its_reason(deck: Stack, model_dir: str,
+                                                              tmp_path: Path) -> None:
+    """A constant reward (zero spread in every group) is critical; with ``stop_on_critical`` the
+    Deck's answer stops the script as it stops a worker's run."""
+    out = finish(start_script(deck, model_dir, tmp_path / "out", "railed", 500, "--guard-rail"),
+                 timeout=300)
+    run = deck.run(run_id_of(out))
+    assert run["status"] == "cancelled" and run["spec"]["stop_on_critical"] is True, run
+    assert run["stop_reason"].startswith("stopped by diagnostics: "), run
+    assert json.loads((tmp_path / "out" / "logged.json").read_text())[-1]["step"] < 100

@@ -23,6 +23,10 @@ def length_reward(completions: list[str], **_: object) -> list[float]:
     return [-abs(len(c) - 20) / 20 for c in completions]
 
 
+def constant_reward(completions: list[str], **_: object) -> list[float]:
+    return [0.0 for _ in completions]
+
+
 class StepTimes(TrainerCallback):
     """Append each step's end time to a file (the test's clock on the training thread)."""
 
@@ -43,6 +47,8 @@ def main() -> None:
     parser.add_argument("--trackio", action="store_true",
                         help="also report_to trackio (its store: $TRACKIO_DIR, read at import)")
     parser.add_argument("--no-attach", action="store_true")
+    parser.add_argument("--guard-rail", action="store_true",
+                        help="a constant reward and stop_on_critical: the Deck's rail stops it")
     a = parser.parse_args()
     prompts = [f"Tell me about {s}." for s in ("cats", "rain", "maps", "tea", "salt", "bees")]
     report_to = "trackio" if a.trackio else "none"
@@ -50,9 +56,10 @@ def main() -> None:
                         num_generations=4, max_completion_length=16, logging_steps=1,
                         learning_rate=1e-4, save_strategy="no", report_to=report_to,
                         disable_tqdm=True, use_cpu=True, seed=0)
-    deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5)
+    deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail)
     callbacks = [deck] + ([StepTimes(Path(a.times))] if a.times else [])
-    trainer = GRPOTrainer(model=a.model, reward_funcs=length_reward, args=config,
+    reward = constant_reward if a.guard_rail else length_reward
+    trainer = GRPOTrainer(model=a.model, reward_funcs=reward, args=config,
                           train_dataset=Dataset.from_dict({"prompt": prompts * 50}),
                           callbacks=callbacks)
     if not a.no_attach:
