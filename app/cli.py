@@ -130,20 +130,23 @@ def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="p
 @cli.command("import")
 def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None
                ) -> None:
-    """Store a training log as an imported run (charts and findings in the dashboard)."""
+    """Store a training log as an imported run (charts and findings in the dashboard); a
+    trackio project (``$TRACKIO_DIR/<project>.db``) becomes one run per trackio run."""
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
-    from app.runs.imports import import_log
+    from app.runs.imports import import_path
 
     migrate()
     with get_sessionmaker()() as db:
         try:
-            run = import_log(db, path, name)
+            runs = import_path(db, path, name)
         except (LogFormatError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         db.commit()
-        typer.echo(f"imported run {run.id} ({run.verdict}): {get_settings().public_url}/runs/{run.id}")
+        for run in runs:
+            typer.echo(f"imported run {run.id} ({run.verdict}): "
+                       f"{get_settings().public_url}/runs/{run.id}")
 
 
 def main() -> None:

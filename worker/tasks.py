@@ -21,8 +21,8 @@ from typing import Any
 
 from celery import Task
 
+from grpodeck.client import spool
 from grpodeck.contract.tasks import TRAIN_RUN
-from worker import spool
 from worker.celery_app import celery_app
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings

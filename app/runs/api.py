@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Body, HTTPException, Query, Request, Response, status
 from fastapi.responses import JSONResponse
+from pydantic import Discriminator, Tag
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
@@ -16,6 +17,7 @@ from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.schemas import LaunchedOut, RunOut
 from grpodeck.contract.spec import RunSpec
+from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 
@@ -27,9 +29,30 @@ def run_or_404(db: SessionDep, run_id: int) -> Run:
     return run
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=LaunchedOut)
-def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity) -> LaunchedOut:
-    run = launch(db, spec, created_by=identity.user_id)
+def _kind(body: Any) -> str:
+    """A body naming a ``source`` registers a run trained elsewhere; any other is a launch spec."""
+    return "external" if isinstance(body, dict) and "source" in body else "launch"
+
+
+NewRun = Annotated[Annotated[ExternalRunIn, Tag("external")] | Annotated[RunSpec, Tag("launch")],
+                   Discriminator(_kind)]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED,
+             response_model=LaunchedOut | ExternalRunOut,
+             responses={201: {"description": "a launch spec answers {id, status, url}; "
+                              "{\"source\": \"external\", ...} answers {id, token, url}"}})
+def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
+           identity: CurrentIdentity) -> LaunchedOut | ExternalRunOut:
+    """Launch a run on the workers, or register one a script trains itself (queues nothing:
+    the reply's token is the run token the report endpoints take)."""
+    if isinstance(body, ExternalRunIn):
+        run, token = service.create_external_run(db, name=body.name, spec=body.spec,
+                                                 created_by=identity.user_id)
+        db.commit()
+        url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
+        return ExternalRunOut(id=run.id, token=token, url=url)
+    run = launch(db, body, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 
 

@@ -14,7 +14,7 @@ from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.importers import LogFormatError
-from app.runs.imports import import_log
+from app.runs.imports import import_path
 from grpodeck.contract.fields import cleaned
 
 router = APIRouter(include_in_schema=False)
@@ -63,12 +63,14 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
         path.write_bytes(data)
         folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
         try:
-            run = import_log(db, path, name, source_name=source, completions=folder)
+            runs = import_path(db, path, name, source_name=source, completions=folder)
         except LogFormatError as exc:
             error = exc.reason
         else:
-            run.created_by_id = identity.user_id
+            for run in runs:
+                run.created_by_id = identity.user_id
             db.commit()
-            return RedirectResponse(f"/runs/{run.id}", status_code=303)
+            target = f"/runs/{runs[0].id}" if len(runs) == 1 else "/runs"
+            return RedirectResponse(target, status_code=303)
     return templates.TemplateResponse(request, "runs/import.html",
                                       {"error": error, "name": name}, status_code=422)

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from app.diagnostics import Diagnosis, RunContext, diagnose
-from app.importers import LogFormatError, load_log
+from app.importers import LogFormatError, load_log, trackio
 from app.importers.completions import load_completions
 from app.metrics import pipeline
 from app.rollouts.signals import step_signals
@@ -74,6 +74,27 @@ def import_log(db: Session, path: Path, name: str | None = None,
                                       max_step=last_step)
     pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)
     return run
+
+
+def import_path(db: Session, path: Path, name: str | None = None,
+                source_name: str | None = None, completions: Path | None = None) -> list[Run]:
+    """A log as one run, or a trackio project (its SQLite file) as one run per trackio run,
+    each named ``<name or file>/<trackio run>``. Raises LogFormatError; nothing is stored then."""
+    if not trackio.looks_like(path):
+        return [import_log(db, path, name, source_name, completions)]
+    source = source_name or path.name
+    runs = []
+    for run_name in trackio.run_names(path):
+        log = trackio.parse(path, run_name)
+        spec = {"source_file": source, "source_format": log.source_format,
+                "trackio_run": cleaned(run_name)[:200], **_storable_meta(log.meta)}
+        label = cleaned(f"{name or Path(source).stem}/{run_name}")[:120]
+        run = service.create_imported_run(db, name=label, spec=spec, max_step=log.rows[-1][0])
+        pipeline.receive(db, run, log.rows, [], track_progress=False)
+        runs.append(run)
+    if not runs:
+        raise LogFormatError(source, "the trackio project holds no runs")
+    return runs
 
 
 def diagnose_path(path: Path, context: RunContext | None = None) -> Diagnosis:

@@ -8,6 +8,7 @@ import secrets
 import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -45,6 +46,22 @@ def create_run(db: Session, *, spec: RunSpec, created_by: int | None = None,
     db.add(run)
     db.flush()
     return run, ticket
+
+
+def create_external_run(db: Session, *, name: str, spec: dict[str, Any],
+                        created_by: int | None = None) -> tuple[Run, str]:
+    """A run some script trains itself: running at once with its run token (no ticket, no
+    queue); from here on it reports, stops and ends exactly like a worker's run."""
+    token = secrets.token_urlsafe(32)
+    max_steps = spec.get("max_steps")
+    run = Run(name=name, source="external", spec=spec, status=Status.QUEUED,
+              max_steps=max_steps if isinstance(max_steps, int) and max_steps > 0 else 0,
+              token_hash=hash_token(token), created_by_id=created_by)
+    lifecycle.start(run, None, None)
+    run.last_seen_at = run.started_at
+    db.add(run)
+    db.flush()
+    return run, token
 
 
 class ClaimRefused(Exception):

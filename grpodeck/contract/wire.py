@@ -10,7 +10,9 @@ empty batch is a heartbeat), ``control`` (-> ``ControlOut``), ``finished`` (``Fi
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, Field
 
 from grpodeck.contract.fields import CleanText, FiniteOrNull, Text
 from grpodeck.contract.limits import MAX_ROLLOUT_STEPS, MAX_ROWS, MAX_STEP, MAX_STORED_TEXT
@@ -84,3 +86,40 @@ class ControlOut(BaseModel):
 
 class ClaimOut(ControlOut):
     token: str
+
+
+# --- runs trained elsewhere (a user's own script, the DeckCallback) ------------------------------
+# Spec keys the server's diagnostics read; when present they must have these types, so a typo in
+# a hand-written body is a 422 naming the key rather than a finding computed from a string.
+_TYPED_SPEC_KEYS: dict[str, type | tuple[type, ...]] = {
+    "max_completion_length": int, "num_generations": int, "logging_steps": int,
+    "max_steps": int, "beta": (int, float), "stop_on_critical": bool}
+SpecValue = float | int | bool | Text(4_000) | list[float | int | bool | Text(1_000) | None] | None
+
+
+def _typed_spec(spec: dict[str, SpecValue]) -> dict[str, SpecValue]:
+    for key, kind in _TYPED_SPEC_KEYS.items():
+        value = spec.get(key)
+        wrong_bool = isinstance(value, bool) and kind is not bool
+        if value is not None and (wrong_bool or not isinstance(value, kind)):
+            raise ValueError(f"spec.{key} must be {getattr(kind, '__name__', 'a number')}, "
+                             f"not {type(value).__name__}")
+    return spec
+
+
+class ExternalRunIn(BaseModel):
+    """``POST /api/runs`` for a run trained outside the Deck: nothing is queued; the reply's
+    token is the run token the report endpoints take (metrics, control, finished)."""
+    model_config = {"extra": "forbid"}
+
+    source: Literal["external"]
+    name: Text(120, min_length=1)
+    # The training config as flat JSON (a GRPOConfig's to_dict): scalars and short lists.
+    spec: Annotated[dict[Text(200), SpecValue], Field(max_length=1_000),
+                    AfterValidator(_typed_spec)] = Field(default_factory=dict)
+
+
+class ExternalRunOut(BaseModel):
+    id: int
+    token: str
+    url: str

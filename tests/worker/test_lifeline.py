@@ -19,7 +19,7 @@ CHILD = """
 import os, subprocess, sys, time
 from functools import partial
 from pathlib import Path
-from worker import spool
+from grpodeck.client import spool
 from worker.training import lifeline
 if sys.argv[2] == "poll-only":
     lifeline._set_pdeathsig = lambda sig: False

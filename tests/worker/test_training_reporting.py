@@ -10,7 +10,7 @@ import time
 
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
-from worker import spool
+from grpodeck.client import spool
 from worker.run_client import RunClient
 from worker.tasks import replay
 from worker.training.reporting import MetricsReporter, encode_value, rows_from_logs

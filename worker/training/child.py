@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(SUPERVISOR_ENV):
         from functools import partial
 
-        from worker.spool import send_unacked
+        from grpodeck.client.spool import send_unacked
         from worker.training.lifeline import tie_to_parent
 
         url = f"{args.report_url.rstrip('/')}/api/runs/{args.run_id}/metrics"

@@ -32,7 +32,6 @@ with a warning, as a 422 would be), and the reply is read as ``IngestReply``.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -49,8 +48,9 @@ from tenacity import (
 )
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from grpodeck.client import spool
+from grpodeck.client.callback import encode_value, rows_from_logs  # noqa: F401  (one definition)
 from grpodeck.contract.wire import IngestReply, MetricBatch
-from worker import spool
 
 log = logging.getLogger(__name__)
 
@@ -60,32 +60,6 @@ MAX_BUFFERED_ROLLOUT_STEPS = 50
 ROLLOUT_STEPS_PER_FLUSH = 5  # flush early once this many captured steps wait: bounds POST size
 MAX_ROWS_PER_POST = 500  # after an outage the backlog goes out in several bounded POSTs
 RUN_OVER = (401, 404, 409)  # the server no longer takes reports for this run
-
-
-def encode_value(value: Any) -> float | str | None:
-    """A JSON-safe metric value, or None when it is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:  # numpy / torch scalars
-            value = float(value.item())  # type: ignore[union-attr]
-        except (AttributeError, TypeError, ValueError):
-            return None
-    value = float(value)
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
-
-
-def rows_from_logs(step: int, logs: dict[str, Any]) -> list[dict[str, Any]]:
-    """Split one ``on_log`` dict into a train row and an eval row (each only if non-empty)."""
-    train: dict[str, Any] = {}
-    evals: dict[str, Any] = {}
-    for name, raw in logs.items():
-        value = encode_value(raw)
-        if value is not None:
-            (evals if name.startswith("eval_") else train)[name] = value
-    return [{"step": step, "metrics": m} for m in (train, evals) if m]
 
 
 def _retryable(exc: BaseException) -> bool:

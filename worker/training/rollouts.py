@@ -24,60 +24,18 @@ TRL keeps those columns in ``_logs["extra"]``, aligned with the batch like the r
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from trl import GRPOTrainer
 
-from grpodeck.contract.text import clip, completion_text, render_messages
+from grpodeck.client.rollouts import build_groups, weighted_total  # noqa: F401  (re-exported)
 from worker.rewards.outcome import REASON_PREFIX
 
 log = logging.getLogger(__name__)
 
 RolloutSink = Callable[[int, list[dict[str, Any]]], None]
-
-
-def _num(x: Any) -> float | None:
-    x = float(x) if x is not None else math.nan
-    return None if math.isnan(x) else x
-
-
-def weighted_total(rewards: Sequence[float | None], weights: Sequence[float]) -> float | None:
-    """TRL's total: nansum of weight * component; None when every component is None/NaN."""
-    terms = [w * r for r, w in zip(rewards, weights, strict=True) if r is not None and not math.isnan(r)]
-    return float(sum(terms)) if terms else None
-
-
-def _reasons(columns: dict[str, list[Any]], i: int) -> dict[str, dict[str, str]]:
-    """``{"reasons": {reward: why}}`` for row ``i`` when a reward gave one, else nothing."""
-    found = {name: str(values[i]) for name, values in columns.items() if values[i]}
-    return {"reasons": found} if found else {}
-
-
-def build_groups(batch: dict[str, Any], num_generations: int, max_groups: int,
-                 weights: Sequence[float]) -> list[dict[str, Any]]:
-    """The first ``max_groups`` groups of a snapshot (completions of a prompt are consecutive)."""
-    names = list(batch["rewards"])
-    groups = []
-    for g in range(min(max_groups, len(batch["prompts"]) // num_generations)):
-        rows = range(g * num_generations, (g + 1) * num_generations)
-        completions = []
-        for i in rows:
-            comps = [_num(batch["rewards"][n][i]) for n in names]
-            completions.append({
-                "text": clip(completion_text(batch["completions"][i])),
-                "rewards": dict(zip(names, comps, strict=True)),
-                "total": weighted_total(comps, weights),
-                "advantage": _num(batch["advantages"][i]),
-                "length": int(batch["lengths"][i]),
-                "truncated": bool(batch["truncated"][i]),
-                **_reasons(batch.get("reasons", {}), i),
-            })
-        prompt = clip(render_messages(batch["prompts"][g * num_generations]))
-        groups.append({"index": g, "prompt": prompt, "completions": completions})
-    return groups
 
 
 class CapturingGRPOTrainer(GRPOTrainer):

@@ -3,7 +3,8 @@
 ``metrics.jsonl`` holds one JSON row per line, appended before the row is sent; the sidecar
 ``metrics.jsonl.acked`` holds how many leading lines the server has acknowledged. Whatever lies
 past that count when the training child exits (an outage at the end of the run, a child killed
-mid-flush) is replayed by the supervisor. Ingest is idempotent by (run, step, name), so
+mid-flush) is replayed by the supervisor. For ``DeckCallback`` (``grpodeck.client``) the spool
+is the send buffer itself: its sender thread posts whatever lies past the acknowledged count. Ingest is idempotent by (run, step, name), so
 replaying a row that did arrive is harmless; losing one is not.
 """
 
@@ -42,12 +43,13 @@ def acked(path: Path) -> int:
         return 0
 
 
-def unacked(path: Path) -> list[dict[str, Any]]:
-    """Rows after the acknowledged prefix; a torn last line (child killed mid-write) is skipped."""
+def unacked(path: Path, start: int | None = None) -> list[dict[str, Any]]:
+    """Rows after the acknowledged prefix (or after ``start`` lines); a torn last line (child
+    killed mid-write) is skipped."""
     if not path.exists():
         return []
     with path.open() as fh:
-        lines = fh.readlines()[acked(path):]
+        lines = fh.readlines()[acked(path) if start is None else start:]
     out: list[dict[str, Any]] = []
     for line in lines:
         try:

@@ -1,0 +1,106 @@
+"""What reporting costs the training thread per logging step: ``DeckCallback.on_log`` next to
+trackio's ``log()``, same machine, same process, same log dicts.
+
+A live GRPO Deck (uvicorn on SQLite, tests/stack.py) receives the callback's rows, so its sender
+thread really posts while the training thread is timed; trackio writes to a temporary local
+project. Each call is timed alone (perf_counter_ns), after a warm-up.
+Usage: python bench/callback_cost.py [--steps N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration.conftest import live_stack
+
+WARMUP = 50
+
+
+def grpo_logs(step: int) -> dict[str, float]:
+    """A log dict shaped like TRL's GRPOTrainer logs (about 25 keys)."""
+    r = random.Random(step)
+    names = ["loss", "grad_norm", "learning_rate", "num_tokens", "completions/mean_length",
+             "completions/min_length", "completions/max_length", "completions/clipped_ratio",
+             "completions/mean_terminated_length", "completions/min_terminated_length",
+             "completions/max_terminated_length", "rewards/length_reward/mean",
+             "rewards/length_reward/std", "reward", "reward_std", "frac_reward_zero_std",
+             "entropy", "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
+             "clip_ratio/high_max", "clip_ratio/region_mean", "kl", "step_time", "epoch"]
+    return {name: r.random() for name in names}
+
+
+def timed(call: Callable[[int], Any], steps: int) -> list[float]:
+    """Microseconds per call, warm-up calls dropped."""
+    out = []
+    for step in range(1, steps + WARMUP + 1):
+        t = time.perf_counter_ns()
+        call(step)
+        out.append((time.perf_counter_ns() - t) / 1_000)
+    return out[WARMUP:]
+
+
+def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from grpodeck.client import DeckCallback
+
+    args = TrainingArguments(output_dir=str(workdir / "out"), report_to="none")
+    state, control = TrainerState(max_steps=steps + WARMUP), TrainerControl()
+    deck = DeckCallback(url=url, name="bench-callback-cost", flush_seconds=1.0)
+    deck.on_train_begin(args, state, control)
+
+    def one(step: int) -> None:
+        state.global_step = step
+        deck.on_log(args, state, control, logs=grpo_logs(step))
+
+    costs = timed(one, steps)
+    sender = deck.sender
+    deck.on_train_end(args, state, control)
+    return costs, sender.state.rows_delivered if sender else 0
+
+
+def trackio_costs(steps: int, workdir: Path) -> list[float]:
+    os.environ["TRACKIO_DIR"] = str(workdir / "trackio")
+    import trackio
+
+    trackio.init(project="bench-callback-cost", name="bench")
+    costs = timed(lambda step: trackio.log(grpo_logs(step), step=step), steps)
+    trackio.finish()
+    return costs
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=2_000)
+    steps = parser.parse_args().steps
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "deck").mkdir()
+        with live_stack("embedded", Path(tmp) / "deck") as deck:
+            deck_us, delivered = deck_costs(deck.url, steps, Path(tmp))
+        trackio_us = trackio_costs(steps, Path(tmp))
+    print(f"{steps} on_log calls each (after {WARMUP} warm-up), microseconds per call")
+    print(f"{'':14}{'p50':>10}{'p99':>10}{'max':>10}")
+    for name, us in (("DeckCallback", deck_us), ("trackio.log", trackio_us)):
+        print(f"{name:14}{pct(us, 50):10.1f}{pct(us, 99):10.1f}{max(us):10.1f}")
+    print(f"ratio DeckCallback/trackio: p50 {pct(deck_us, 50) / pct(trackio_us, 50):.2f}x, "
+          f"p99 {pct(deck_us, 99) / pct(trackio_us, 99):.2f}x")
+    print(f"rows delivered to the Deck: {delivered} of {steps + WARMUP}")
+
+
+if __name__ == "__main__":
+    main()

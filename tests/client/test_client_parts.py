@@ -1,0 +1,60 @@
+"""The client's parts without a server: what it may import, how logs become rows, and how
+rollout capture degrades when TRL's internals are not what it reads."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from grpodeck.client import rollouts
+from grpodeck.client.callback import DeckCallback, rows_from_logs
+from tests.contract.test_boundaries import loaded_after_import
+
+SERVER_STACK = {"fastapi", "starlette", "sqlalchemy", "celery", "kombu", "app", "worker"}
+
+
+@pytest.mark.parametrize("module", ["grpodeck.client", "grpodeck.client.callback"])
+def test_the_client_needs_no_server_stack(module: str) -> None:
+    loaded = loaded_after_import(module)
+    assert "grpodeck" in loaded and sorted(loaded & SERVER_STACK) == []
+
+
+def test_importing_the_spool_does_not_load_transformers() -> None:
+    """The worker's Celery process imports the spool; DeckCallback loads on first use."""
+    assert "transformers" not in loaded_after_import("grpodeck.client.spool")
+
+
+def test_logs_become_a_train_row_and_an_eval_row() -> None:
+    rows = rows_from_logs(3, {"loss": 0.5, "reward": float("nan"), "eval_loss": float("inf"),
+                              "note": "text", "flag": True})
+    assert rows == [{"step": 3, "metrics": {"loss": 0.5, "reward": "nan"}},
+                    {"step": 3, "metrics": {"eval_loss": "inf"}}]
+
+
+def _trainer(**logs: object) -> SimpleNamespace:
+    weights = SimpleNamespace(tolist=lambda: [1.0])
+    return SimpleNamespace(_logs=logs, num_generations=2, reward_func_names=["r"],
+                           reward_weights=weights)
+
+
+def test_groups_come_from_a_stock_trainers_logs() -> None:
+    trainer = _trainer(prompt=["p"] * 4, completion=["a", "b", "c", "d"],
+                       rewards={"r": [1.0, 0.0, 0.5, float("nan")]},
+                       advantages=[0.7, -0.7, 0.0, 0.0])
+    groups = rollouts.from_trainer_logs(trainer, max_groups=1)
+    assert [c["text"] for c in groups[0]["completions"]] == ["a", "b"]
+    assert [c["advantage"] for c in groups[0]["completions"]] == [0.7, -0.7]
+    assert groups[0]["completions"][0]["length"] is None  # unknown from a stock trainer
+
+
+def test_changed_trl_internals_mean_metrics_only_with_one_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    deck = DeckCallback(url="http://127.0.0.1:9")
+    deck._trainer = _trainer(prompt=["p"] * 2)  # no completions/advantages: another TRL layout
+    with caplog.at_level(logging.WARNING, logger="grpodeck.client"):
+        for step in range(1, 4):
+            deck._capture(step)
+    warnings = [r for r in caplog.records if "metrics only" in r.getMessage()]
+    assert len(warnings) == 1
