@@ -27,10 +27,12 @@ from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
+from app.runs.presets import preset_or_404
 from app.runs.progress import progress
 from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
+from grpodeck.contract.presets import PRESETS
 from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(include_in_schema=False)
@@ -43,11 +45,18 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
-            "summary": error_summary(errors)}
+            "summary": error_summary(errors), "presets": PRESETS}
 
 
 def _default_values() -> dict[str, Any]:
     return {**spec_to_form(RunSpec().model_dump(mode="json")), "smoke_steps": SMOKE_STEPS}
+
+
+def _preset_values(name: str) -> dict[str, Any]:
+    """The form filled with a preset's spec, every default included (as a clone is)."""
+    spec = RunSpec.model_validate(preset_or_404(name).spec)
+    return {**spec_to_form(spec.model_dump(mode="json")), "smoke_steps": SMOKE_STEPS,
+            "preset": name}
 
 
 def _parent(db: SessionDep, raw: str | None) -> Run | None:
@@ -73,11 +82,14 @@ def home() -> RedirectResponse:
 @router.get("/runs/new", response_class=HTMLResponse)
 def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
                  from_: Annotated[str | None, Query(alias="from")] = None,
-                 dry_run: int | None = None) -> Response:
+                 dry_run: int | None = None, preset: str | None = None) -> Response:
     """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
-    the form with that run's spec ("New run from this one") and remembers it as the parent."""
+    the form with that run's spec ("New run from this one") and remembers it as the parent;
+    ``?preset=NAME`` fills it with a ready-made experiment (the picker above the form)."""
     parent = _parent(db, from_)
     values = spec_to_form(parent.spec) if parent else _default_values()
+    if preset:
+        values = _preset_values(preset)
     if dry_run is not None:  # "Edit the spec" on a dry run's page
         values = spec_to_form(dry_run_or_404(db, dry_run).spec)
     if dataset:
