@@ -33,9 +33,12 @@ from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.presets import PRESETS
-from grpodeck.contract.spec import RunSpec
+from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
 
 router = APIRouter(include_in_schema=False)
+ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
+            "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
+            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm")
 SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
@@ -45,7 +48,8 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
-            "summary": error_summary(errors), "presets": PRESETS}
+            "summary": error_summary(errors), "presets": PRESETS,
+            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED}
 
 
 def _default_values() -> dict[str, Any]:
