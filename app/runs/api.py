@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
+from app.datasets.columns import missing_column_problem
 from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, listing, service
@@ -29,6 +30,8 @@ def run_or_404(db: SessionDep, run_id: int) -> Run:
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=LaunchedOut)
 def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity) -> LaunchedOut:
+    if (problem := missing_column_problem(spec)) is not None:
+        raise HTTPException(422, problem)
     run = launch(db, spec, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 

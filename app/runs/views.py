@@ -16,6 +16,7 @@ from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.dryruns.api import dry_run_or_404
 from app.health.api import group_by_category, sort_findings
@@ -107,6 +108,8 @@ async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity
     form = {k: str(v) for k, v in (await request.form()).items()}
     parent = _parent(db, form.get("parent_id"))
     spec, errors = validate_form(form)
+    if spec is not None and (problem := missing_column_problem(spec)) is not None:
+        spec, errors = None, {"dataset": problem}
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html",
                                           _form_context(form, errors, parent), status_code=422)
