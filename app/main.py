@@ -20,7 +20,16 @@ from app.health import api as health_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
-from app.runs import compare, import_views, list_views, report_api, smoke, views
+from app.runs import (
+    compare,
+    import_views,
+    list_views,
+    presets,
+    report_api,
+    smoke,
+    sweeps,
+    views,
+)
 from app.security import install as install_security
 
 
@@ -32,6 +41,9 @@ def create_app() -> FastAPI:
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
+    app.include_router(presets.router)
+    app.include_router(sweeps.api)
+    app.include_router(sweeps.pages)
     app.include_router(dry_runs_api.router)
     app.include_router(dry_runs_api.report_router)
     app.include_router(dry_run_views.router)

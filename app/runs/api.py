@@ -10,6 +10,7 @@ from pydantic import Discriminator, Tag
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
+from app.datasets.columns import missing_column_problem
 from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, listing, service
@@ -52,6 +53,8 @@ def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
         db.commit()
         url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
         return ExternalRunOut(id=run.id, token=token, url=url)
+    if (problem := missing_column_problem(body)) is not None:
+        raise HTTPException(422, problem)
     run = launch(db, body, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 

@@ -7,15 +7,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.alerts.rules import split_urls
-from grpodeck.contract.spec import RunSpec, batch_problems
+from grpodeck.contract.spec import RunSpec, batch_problems, clip_problem
 
 REWARD_ROWS = 3
 MAX_REWARD_ROWS = 16  # RunSpec.rewards max_length: a cloned spec may hold more than 3
 NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", "learning_rate",
                  "beta", "epsilon", "max_completion_length", "temperature", "logging_steps",
-                 "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length")
+                 "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length",
+                 "epsilon_high", "num_iterations", "top_p", "top_k", "gradient_accumulation_steps",
+                 "max_grad_norm", "warmup_ratio", "save_steps")
 TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "train_split", "eval_split",
-               "scale_rewards")
+               "scale_rewards", "loss_type", "lr_scheduler_type")
+BOOL_FIELDS = ("stop_on_critical", "mask_truncated_completions", "use_vllm")
 
 
 def parse_params(text: str) -> dict[str, str]:
@@ -43,6 +46,13 @@ LABELS = {  # in the form's order: the error list above the form follows it
     "max_completion_length": "max_completion_length (tokens)",
     "temperature": "temperature", "scale_rewards": "scale_rewards",
     "logging_steps": "logging_steps", "seed": "seed",
+    "epsilon_high": "epsilon_high (upper clip)", "loss_type": "loss_type",
+    "num_iterations": "num_iterations (updates per batch)", "top_p": "top_p", "top_k": "top_k",
+    "mask_truncated_completions": "mask_truncated_completions",
+    "gradient_accumulation_steps": "gradient_accumulation_steps",
+    "max_grad_norm": "max_grad_norm", "warmup_ratio": "warmup_ratio",
+    "lr_scheduler_type": "lr_scheduler_type", "save_steps": "save_steps (checkpoints)",
+    "use_vllm": "use_vllm",
     "rollout_every": "Capture rollouts every N logging steps",
     "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
     "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
@@ -72,7 +82,8 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
         value = (form.get(key) or "").strip()
         if value:
             data[key] = value
-    data["stop_on_critical"] = form.get("stop_on_critical") in ("on", "true", "1")
+    for key in BOOL_FIELDS:
+        data[key] = form.get(key) in ("on", "true", "1")
     data["alerts"] = {"urls": split_urls(form.get("alert_urls")),
                       "min_severity": (form.get("alert_min_severity") or "warning").strip(),
                       "ignore": [c.strip() for c in (form.get("alert_ignore") or "").split(",")
@@ -108,7 +119,8 @@ def spec_to_form(spec: dict[str, Any]) -> dict[str, Any]:
     values["alert_urls"] = " ".join(alerts.get("urls") or [])
     values["alert_min_severity"] = alerts.get("min_severity") or "warning"
     values["alert_ignore"] = ", ".join(alerts.get("ignore") or [])
-    values["stop_on_critical"] = bool(spec.get("stop_on_critical"))
+    for key in BOOL_FIELDS:
+        values[key] = bool(spec.get(key))
     return {k: ("" if v is None else v) for k, v in values.items()}
 
 
@@ -172,7 +184,18 @@ def cross_field_errors(data: dict[str, Any]) -> dict[str, str]:
                              f"whole groups; e.g. {groups * max(1, round((batch or 0) / groups))}")
         elif field == "eval_steps":
             errors[field] = "needs an Eval split (or leave this empty for no evaluation)"
-    return errors
+    return {**errors, **_clip_errors(data)}
+
+
+def _clip_errors(data: dict[str, Any]) -> dict[str, str]:
+    """epsilon_high below epsilon, shown at epsilon_high (both parsed; else their own errors)."""
+    try:
+        low = float(data.get("epsilon", RunSpec.model_fields["epsilon"].default))
+        high = float(data["epsilon_high"]) if data.get("epsilon_high") else None
+    except ValueError:
+        return {}
+    problem = clip_problem(low, high, str(data.get("loss_type") or "dapo"))
+    return {"epsilon_high": problem} if problem else {}
 
 
 def validate_form(form: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]:
@@ -183,7 +206,7 @@ def validate_form(form: dict[str, str]) -> tuple[RunSpec | None, dict[str, str]]
         spec = RunSpec.model_validate(data)
     except ValidationError as exc:
         found = field_errors(exc, filled_reward_rows(form))
-        if cross:  # the model validator's joined message, now shown at each field
+        if cross:  # the model validators' messages, now shown at each field
             found.pop("_form", None)
         return None, {**found, **cross, **errors}
     return (None, errors) if errors else (spec, {})

@@ -14,12 +14,15 @@ log = logging.getLogger(__name__)
 
 
 def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
-           parent_id: int | None = None, smoke_full_steps: int | None = None) -> Run:
+           parent_id: int | None = None, smoke_full_steps: int | None = None,
+           sweep_id: str | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
-    test, the max_steps of the full run it offers to launch."""
+    test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
+    belongs to."""
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
+    run.sweep_id = sweep_id
     db.commit()
     try:
         run.task_id = launcher.enqueue(run, ticket)

@@ -57,6 +57,8 @@ class Run(Base):
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
     # A smoke test runs a few steps of a spec; this is the max_steps of the full run it offers.
     smoke_full_steps: Mapped[int | None] = mapped_column(Integer)
+    # The sweep that launched this run with its siblings (``/sweeps/{sweep_id}``).
+    sweep_id: Mapped[str | None] = mapped_column(String(32), index=True)
 
 
 class RunTag(Base):

@@ -16,6 +16,7 @@ from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.dryruns.api import dry_run_or_404
 from app.health.api import group_by_category, sort_findings
@@ -27,13 +28,18 @@ from app.runs.api import deletion_refusal, run_or_404
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
+from app.runs.presets import preset_or_404
 from app.runs.progress import progress
 from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
-from grpodeck.contract.spec import RunSpec
+from grpodeck.contract.presets import PRESETS
+from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
 
 router = APIRouter(include_in_schema=False)
+ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
+            "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
+            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm")
 SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
@@ -43,11 +49,19 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
     return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
-            "summary": error_summary(errors)}
+            "summary": error_summary(errors), "presets": PRESETS,
+            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED}
 
 
 def _default_values() -> dict[str, Any]:
     return {**spec_to_form(RunSpec().model_dump(mode="json")), "smoke_steps": SMOKE_STEPS}
+
+
+def _preset_values(name: str) -> dict[str, Any]:
+    """The form filled with a preset's spec, every default included (as a clone is)."""
+    spec = RunSpec.model_validate(preset_or_404(name).spec)
+    return {**spec_to_form(spec.model_dump(mode="json")), "smoke_steps": SMOKE_STEPS,
+            "preset": name}
 
 
 def _parent(db: SessionDep, raw: str | None) -> Run | None:
@@ -73,11 +87,14 @@ def home() -> RedirectResponse:
 @router.get("/runs/new", response_class=HTMLResponse)
 def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
                  from_: Annotated[str | None, Query(alias="from")] = None,
-                 dry_run: int | None = None) -> Response:
+                 dry_run: int | None = None, preset: str | None = None) -> Response:
     """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
-    the form with that run's spec ("New run from this one") and remembers it as the parent."""
+    the form with that run's spec ("New run from this one") and remembers it as the parent;
+    ``?preset=NAME`` fills it with a ready-made experiment (the picker above the form)."""
     parent = _parent(db, from_)
     values = spec_to_form(parent.spec) if parent else _default_values()
+    if preset:
+        values = _preset_values(preset)
     if dry_run is not None:  # "Edit the spec" on a dry run's page
         values = spec_to_form(dry_run_or_404(db, dry_run).spec)
     if dataset:
@@ -91,6 +108,8 @@ async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity
     form = {k: str(v) for k, v in (await request.form()).items()}
     parent = _parent(db, form.get("parent_id"))
     spec, errors = validate_form(form)
+    if spec is not None and (problem := missing_column_problem(spec)) is not None:
+        spec, errors = None, {"dataset": problem}
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html",
                                           _form_context(form, errors, parent), status_code=422)

@@ -200,6 +200,18 @@ REWARDS: dict[str, RewardInfo] = {
 }
 
 
+# The dataset columns a reward reads from each row (TRL passes them as keyword arguments).
+_FIXED_COLUMNS = {"unit_tests": ("tests",), "exact_answer": ("answer",)}
+
+
+def reward_columns(name: str, params: dict[str, Any]) -> tuple[str, ...]:
+    """The columns reward ``name`` needs, so a launch on a file without them is refused up
+    front rather than failing at the first step."""
+    if name == "answer_match":
+        return (str(params.get("column") or "answer"),)
+    return _FIXED_COLUMNS.get(name, ())
+
+
 def coerce_params(reward: RewardInfo, params: dict[str, Any]) -> dict[str, Any]:
     """Fill defaults and convert types; raise ValueError naming the offending parameter."""
     known = {p.name: p for p in reward.params}

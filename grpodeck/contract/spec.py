@@ -28,6 +28,13 @@ from grpodeck.contract.catalog import (
 from grpodeck.contract.fields import Text, storable
 from grpodeck.contract.limits import MAX_BATCH, MAX_PATH, MAX_SEED, MAX_STEPS, MAX_TOKENS
 
+# TRL 1.16's loss formulations, and the schedulers that need no extra arguments.
+LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+LOSS_TYPES: tuple[str, ...] = LossType.__args__  # type: ignore[attr-defined]
+SchedulerType = Literal["linear", "cosine", "constant", "constant_with_warmup", "polynomial",
+                        "inverse_sqrt"]
+SCHEDULERS: tuple[str, ...] = SchedulerType.__args__  # type: ignore[attr-defined]
+
 # Floats are finite everywhere (``allow_inf_nan=False``): a NaN weight or learning rate trains
 # nothing and loses the run. Upper bounds: ``limits``.
 
@@ -97,6 +104,15 @@ def batch_problems(batch_size: int | None, num_generations: int, eval_steps: int
     return problems
 
 
+def clip_problem(epsilon: float, epsilon_high: float | None, loss_type: str) -> str | None:
+    """The upper clip bound below the lower one clips every improvement away (CISPO's bound is
+    of another kind, so it is left alone)."""
+    if epsilon_high is not None and loss_type != "cispo" and epsilon_high < epsilon:
+        return (f"epsilon_high ({epsilon_high}) must be at least epsilon ({epsilon}): "
+                "it is the upper clip bound")
+    return None
+
+
 def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
                 eval_split: str | None) -> None:
     problems = batch_problems(batch_size, num_generations, eval_steps, eval_split)
@@ -148,6 +164,22 @@ class RunSpec(BaseModel):
     temperature: float = Field(1.0, gt=0, le=5)
     scale_rewards: Literal["group", "batch", "none"] = "group"
     logging_steps: int = Field(1, ge=1, le=MAX_STEPS)
+    # Advanced: TRL 1.16's defaults, so a spec without them trains as before.
+    epsilon_high: float | None = Field(
+        None, gt=0, le=10, description="upper clip bound (DAPO: 0.28); empty = epsilon")
+    loss_type: LossType = "dapo"
+    num_iterations: int = Field(1, ge=1, le=16, description="policy updates per generated batch (mu)")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling; 1 keeps every token")
+    top_k: int = Field(0, ge=0, le=100_000, description="0 disables top-k filtering")
+    mask_truncated_completions: bool = False
+    gradient_accumulation_steps: int = Field(1, ge=1, le=256)
+    max_grad_norm: float = Field(1.0, ge=0, le=1_000, description="0 disables gradient clipping")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="share of max_steps warming up")
+    lr_scheduler_type: SchedulerType = "linear"
+    save_steps: int | None = Field(None, ge=1, le=MAX_STEPS,
+                                   description="checkpoint every N steps; empty = no checkpoints")
+    use_vllm: bool = Field(False, description="generate with vLLM: needs a CUDA GPU and vllm on "
+                           "the worker; a worker without them fails the run saying so")
     eval_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
     seed: int = Field(42, ge=0, le=MAX_SEED, description="below 2**32 (numpy's seed range)")
     rollout_every: int = Field(
@@ -177,6 +209,9 @@ class RunSpec(BaseModel):
     def _batch_holds_whole_groups(self) -> RunSpec:
         check_batch(self.per_device_train_batch_size, self.num_generations, self.eval_steps,
                     self.eval_split)
+        problem = clip_problem(self.epsilon, self.epsilon_high, self.loss_type)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property

@@ -66,3 +66,38 @@ def test_cpu_settings(tmp_path: Path) -> None:
     assert hardware_kwargs()["use_cpu"] is True
     cfg = build_grpo_config(RunSpec(), str(tmp_path))
     assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16 and not cfg.activation_checkpointing
+
+
+ADVANCED = {"epsilon_high": 0.28, "loss_type": "dr_grpo", "num_iterations": 2, "top_p": 0.9,
+            "top_k": 50, "mask_truncated_completions": True, "gradient_accumulation_steps": 2,
+            "max_grad_norm": 0.5, "warmup_ratio": 0.1, "lr_scheduler_type": "cosine",
+            "save_steps": 5}
+
+
+def test_advanced_settings_reach_the_grpo_config(tmp_path: Path) -> None:
+    cfg = build_grpo_config(RunSpec(max_steps=20, **ADVANCED), str(tmp_path))
+    assert (cfg.epsilon_high, cfg.loss_type, cfg.num_iterations) == (0.28, "dr_grpo", 2)
+    assert (cfg.top_p, cfg.top_k, cfg.mask_truncated_completions) == (0.9, 50, True)
+    assert (cfg.gradient_accumulation_steps, cfg.max_grad_norm) == (2, 0.5)
+    assert cfg.warmup_steps == 0.1 and cfg.lr_scheduler_type == "cosine"
+    assert cfg.save_strategy == "steps" and cfg.save_steps == 5
+    assert cfg.use_vllm is False
+
+
+def test_advanced_defaults_are_trls(tmp_path: Path) -> None:
+    from trl import GRPOConfig
+
+    ours = build_grpo_config(RunSpec(), str(tmp_path))
+    trls = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False)
+    for key in ("loss_type", "num_iterations", "top_p", "top_k", "mask_truncated_completions",
+                "max_grad_norm", "warmup_steps", "lr_scheduler_type", "epsilon_high"):
+        assert getattr(ours, key) == getattr(trls, key), key
+
+
+def test_vllm_is_refused_without_a_gpu_or_vllm(tmp_path: Path) -> None:
+    """This machine has no GPU (or, on a GPU one, no vllm): the run is refused, saying why."""
+    import torch
+
+    missing = "a CUDA GPU" if not torch.cuda.is_available() else "the vllm package"
+    with pytest.raises(ValueError, match=f"use_vllm needs {missing}"):
+        build_grpo_config(RunSpec(use_vllm=True), str(tmp_path))

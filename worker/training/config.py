@@ -30,13 +30,49 @@ def eval_kwargs(spec: RunSpec) -> dict[str, Any]:
             "per_device_eval_batch_size": spec.batch_size}
 
 
+def advanced_kwargs(spec: RunSpec) -> dict[str, Any]:
+    """The advanced settings, by TRL's names. transformers 5 dropped ``warmup_ratio``: a float
+    below 1 in ``warmup_steps`` is read as the ratio."""
+    return {
+        "epsilon_high": spec.epsilon_high, "loss_type": spec.loss_type,
+        "num_iterations": spec.num_iterations, "top_p": spec.top_p, "top_k": spec.top_k,
+        "mask_truncated_completions": spec.mask_truncated_completions,
+        "max_grad_norm": spec.max_grad_norm, "warmup_steps": spec.warmup_ratio or 0,
+        "lr_scheduler_type": spec.lr_scheduler_type, "use_vllm": check_vllm(spec.use_vllm),
+    }
+
+
+def check_vllm(wanted: bool) -> bool:
+    """vLLM generation needs a CUDA GPU and the vllm package: without them the run fails at
+    once, saying which is missing, instead of deep inside TRL."""
+    if not wanted:
+        return False
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("use_vllm needs a CUDA GPU and this worker has none: "
+                         "launch without use_vllm to generate with transformers")
+    if importlib.util.find_spec("vllm") is None:
+        raise ValueError("use_vllm needs the vllm package, which this worker does not have")
+    return True
+
+
+def save_kwargs(spec: RunSpec) -> dict[str, Any]:
+    """Checkpoints only when asked for (the dashboard keeps metrics, not weights)."""
+    if spec.save_steps is None:
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": spec.save_steps}
+
+
 def grpo_kwargs(spec: RunSpec, output_dir: str) -> dict[str, Any]:
     """The GRPOConfig keyword arguments for a spec (kept separate so tests can inspect them)."""
     return {
         "output_dir": output_dir,
         "num_generations": spec.num_generations,
         "per_device_train_batch_size": spec.batch_size,
-        "gradient_accumulation_steps": 1,
+        "gradient_accumulation_steps": spec.gradient_accumulation_steps,
         "max_steps": spec.max_steps,
         "learning_rate": spec.learning_rate,
         "beta": spec.beta,
@@ -49,9 +85,10 @@ def grpo_kwargs(spec: RunSpec, output_dir: str) -> dict[str, Any]:
         "logging_steps": spec.logging_steps,
         "seed": spec.seed,
         "report_to": "none",
-        "save_strategy": "no",
         "log_completions": False,
         "disable_tqdm": True,  # progress bars would flood the stderr tail the task shows on failure
+        **advanced_kwargs(spec),
+        **save_kwargs(spec),
         **eval_kwargs(spec),
         **hardware_kwargs(),
     }
