@@ -35,7 +35,7 @@ SORTS = {
     "verdict": (Run.verdict.asc(), Run.id.desc()),
 }
 ARCHIVED = ("active", "archived", "all")
-FILTERS = ("q", "status", "source", "verdict", "model", "dataset", "reward", "tag")
+FILTERS = ("q", "status", "source", "verdict", "model", "dataset", "reward", "tag", "sweep")
 
 
 class ListError(ValueError):
@@ -52,6 +52,7 @@ class ListQuery:
     dataset: str = ""
     reward: str = ""
     tag: str = ""
+    sweep: str = ""  # a sweep id (POST /api/sweeps): the runs it launched, one per group size
     archived: str = "active"
     sort: str = "newest"
     page: int = 1
@@ -99,7 +100,7 @@ def _filtered(query: ListQuery) -> Select[tuple[Run]]:
     elif query.archived == "archived":
         stmt = stmt.where(Run.archived_at.is_not(None))
     for column, value in ((Run.status, query.status), (Run.source, query.source),
-                          (Run.verdict, query.verdict)):
+                          (Run.verdict, query.verdict), (Run.sweep_id, query.sweep)):
         if value:
             stmt = stmt.where(column == value)
     if query.model:
@@ -183,9 +184,10 @@ def set_archived(run: Run, archived: bool) -> None:
 
 
 def facets(db: Session) -> dict[str, list[str]]:
-    """Choices for the filter form's selects: the statuses, sources, verdicts and tags in use."""
+    """Choices for the filter form's selects: the statuses, sources, verdicts, tags and sweeps
+    in use."""
     out = {}
     for name, column in (("status", Run.status), ("source", Run.source),
-                         ("verdict", Run.verdict), ("tag", RunTag.tag)):
+                         ("verdict", Run.verdict), ("tag", RunTag.tag), ("sweep", Run.sweep_id)):
         out[name] = [v for v in db.scalars(select(column).distinct().order_by(column)) if v]
     return out

@@ -179,3 +179,13 @@ def test_only_the_owner_or_an_admin_changes_a_run_from_the_list(client: TestClie
     assert client.post(f"/runs/{run_id}/archive", headers=HTMX,
                        data={"list": ""}).status_code == 200
     assert listed(client, "?archived=archived") == [run_id]
+
+
+def test_the_list_filters_by_sweep_and_offers_the_sweeps_in_use(client: TestClient) -> None:
+    add_runs(3)
+    first = add_runs(2, sweep_id="a1b2")
+    add_runs(2, sweep_id="c3d4")
+    assert sorted(listed(client, "?sweep=a1b2")) == first
+    menu = html(client.get("/runs").text).select_one("select[name=sweep]")
+    assert [o["value"] for o in menu.select("option")] == ["", "a1b2", "c3d4"]
+    assert [r["id"] for r in client.get("/api/runs", params={"sweep": "c3d4"}).json()] != []
