@@ -18,6 +18,17 @@ from fastapi.responses import JSONResponse
 MAX_ECHO_CHARS = 200  # a preview of a bad string: enough to recognise it
 MAX_ECHO_ITEMS = 20  # a bigger list or object is summarised, not echoed
 MAX_ERRORS = 100  # 10,000 bad rows need not be listed one by one
+# Tags of request bodies that are tagged unions (POST /api/runs: a launch spec or an external
+# run): pydantic puts the tag into each error's loc, ["body", "launch", "rewards"]; clients
+# address the field they sent, ["body", "rewards"], so the tag is left out.
+BODY_UNION_TAGS: set[str] = set()
+
+
+def _loc(loc: Any) -> Any:
+    if isinstance(loc, (list, tuple)) and len(loc) > 1 and loc[0] == "body" \
+            and loc[1] in BODY_UNION_TAGS:
+        return [loc[0], *loc[2:]]
+    return loc
 
 
 def safe_text(text: str, limit: int = MAX_ECHO_CHARS) -> str:
@@ -57,7 +68,8 @@ async def validation_error_handler(_request: Request, exc: Exception) -> JSONRes
     """422 with FastAPI's usual ``{"detail": [{type, loc, msg, input, ctx}]}`` shape."""
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
-    detail = [{key: safe_text(value, 1_000) if key == "msg" else json_safe(value)
+    detail = [{key: safe_text(value, 1_000) if key == "msg" else json_safe(
+                   _loc(value) if key == "loc" else value)
                for key, value in error.items() if key != "url"}
               for error in errors[:MAX_ERRORS]]
     if len(errors) > MAX_ERRORS:

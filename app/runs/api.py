@@ -10,6 +10,7 @@ from pydantic import Discriminator, Tag
 
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
+from app.core.errors import BODY_UNION_TAGS
 from app.datasets.columns import missing_column_problem
 from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
@@ -37,6 +38,7 @@ def _kind(body: Any) -> str:
 
 NewRun = Annotated[Annotated[ExternalRunIn, Tag("external")] | Annotated[RunSpec, Tag("launch")],
                    Discriminator(_kind)]
+BODY_UNION_TAGS.update(("external", "launch"))  # errors name ["body", "rewards"], not the tag
 
 
 @router.post("", status_code=status.HTTP_201_CREATED,
