@@ -88,3 +88,17 @@ def test_child_exits_zero_on_success(receiver, tmp_path: Path) -> None:
     assert [r["step"] for r in receiver.rows if "loss" in r["metrics"]] == [1]
     # The token came from the environment: it is not on the command line.
     assert {r["headers"]["Authorization"] for r in receiver.requests} == {"Bearer t"}
+
+
+def test_advanced_settings_train(receiver, tmp_path: Path) -> None:
+    """The Advanced section's settings drive a real run: warmup ramps the learning rate,
+    checkpoints are written every save_steps, and nothing in TRL refuses the combination."""
+    advanced = {"epsilon_high": 0.28, "loss_type": "dr_grpo", "num_iterations": 2, "top_p": 0.9,
+                "top_k": 20, "mask_truncated_completions": True,
+                "gradient_accumulation_steps": 2, "max_grad_norm": 0.5, "warmup_ratio": 0.5,
+                "lr_scheduler_type": "cosine", "save_steps": 2}
+    train({**SPEC, "max_steps": 4, **advanced}, 12, receiver.url, "tok", str(tmp_path))
+    rates = [r["metrics"]["learning_rate"] for r in receiver.rows if "loss" in r["metrics"]]
+    assert len(rates) == 4 and rates[0] < rates[1] < rates[2] == max(rates)  # warmup, then cosine
+    assert sorted(p.name for p in tmp_path.rglob("checkpoint-*")) == ["checkpoint-2",
+                                                                       "checkpoint-4"]
