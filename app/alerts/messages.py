@@ -59,7 +59,8 @@ def _line(a: dict[str, Any]) -> str:
         return (f"[RESOLVED] {title} on run \"{a['run_name']}\": lasted "
                 f"{duration(a['duration_seconds'])}{why}, steps {a['first_step']}-"
                 f"{a['last_step']}.\n{a['url']}")
-    head = {"opened": "", "escalated": " (escalated)", "reopened": " (back again)"}.get(
+    head = {"opened": "", "escalated": " (escalated)", "reopened": " (back again)",
+            "found_at_end": " (found when the run ended)"}.get(
         a["event"], f" ({a['event']})")
     numbers = ", ".join(f"{k.replace('_', ' ')}={v}" for k, v in a["evidence"].items())
     text = (f"[{a['severity'].upper()}]{head} {title} on run \"{a['run_name']}\", steps "

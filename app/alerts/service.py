@@ -28,11 +28,13 @@ from app.diagnostics.model import severity_rank
 from app.health.models import FindingRecord, Stored
 from app.runs import lifecycle
 from app.runs.models import Run
+from grpodeck.contract.alerts import AlertRules
 
 LOST = "lost"
 LOST_ACTION = "Check the worker process and its logs (crashed, OOM-killed, or hung?)"
 
-Event = tuple[Alert, str]  # (alert, opened | escalated | reopened | resolved)
+FOUND_AT_END = "found_at_end"  # first confirmed by the final evaluation: resolved at once
+Event = tuple[Alert, str]  # (alert, opened | escalated | reopened | resolved | found_at_end)
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -92,10 +94,11 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
     """Open, update and resolve the run's alerts from one ``store()``'s transitions."""
     if run.source != "launched":  # imports and one-shot diagnoses page nobody
         return
-    if not lifecycle.is_live(run):
-        _notify(db, run, resolve_ended(db, run, now), now)
-        return
     rules = rules_of(run.spec)
+    if not lifecycle.is_live(run):
+        found = _found_at_end(db, run, stored, rules, now)
+        _notify(db, run, [*resolve_ended(db, run, now), *found], now)
+        return
     current = open_alerts(db, run.id) if stored.changes or stored.active else {}
     events: list[Event] = []
     for change in stored.changes:
@@ -124,6 +127,29 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
         if key in by_key:
             _sync(alert, by_key[key], now)
     _notify(db, run, events, now)
+
+
+def _found_at_end(db: Session, run: Run, stored: Stored, rules: AlertRules,
+                  now: datetime) -> list[Event]:
+    """Findings first confirmed by the evaluation at the run's end (a short run, or a problem
+    only the final steps made certain): the person who launched it still hears, once, as
+    ``found_at_end`` on an alert that is already resolved: the condition is not ongoing."""
+    current = open_alerts(db, run.id)
+    events: list[Event] = []
+    for change in stored.changes:
+        record = change.record
+        key = (record.category, record.metric_key)
+        if change.after is None or key in current or not rules.cares(record.category,
+                                                                      change.after):
+            continue
+        alert = Alert(run_id=run.id, category=record.category, metric_key=record.metric_key,
+                      state=RESOLVED, opened_at=now, resolved_at=now, severity=change.after,
+                      resolved_reason=f"found when the run {run.status}", history=[])
+        db.add(alert)
+        _sync(alert, record, now)
+        _history(alert, FOUND_AT_END, change.after, record.last_step, now)
+        events.append((alert, FOUND_AT_END))
+    return events
 
 
 def resolve_ended(db: Session, run: Run, now: datetime) -> list[Event]:

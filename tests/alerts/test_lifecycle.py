@@ -93,9 +93,14 @@ def test_the_run_ending_resolves_its_alerts_with_how_long_they_lasted(client: Te
     report(client, run_id, headers, zero_spread(range(1, 61)))
     finish(client, run_id, headers)
     found = alerts(client, run_id=run_id)
-    assert [(a["state"], a["resolved_reason"]) for a in found] == [("resolved", "run succeeded")]
-    assert [j.event for j in jobs(run_id)] == ["opened", "resolved"]
-    assert "lasted" in jobs(run_id)[-1].payload["text"]
+    spread = [a for a in found if a["category"] == "zero_reward_spread"]
+    assert [(a["state"], a["resolved_reason"]) for a in spread] == [("resolved", "run succeeded")]
+    # the final evaluation also confirmed the stall: both changes go out in one message
+    assert {(a["category"], a["resolved_reason"]) for a in found if a not in spread} == {
+        ("stalled", "found when the run succeeded")}
+    assert [j.event for j in jobs(run_id)] == ["opened", "changes"]
+    text = jobs(run_id)[-1].payload["text"]
+    assert "lasted" in text and "found when the run ended" in text
 
 
 def test_rules_min_severity_ignored_categories_and_extra_destinations(client: TestClient,
@@ -175,3 +180,22 @@ def test_a_severity_change_updates_the_same_alert_and_escalation_is_messaged(
     sent = [p["event"] for j in jobs(run_id) for p in j.payload["alerts"]
             if p["id"] == spread[0]["id"]]
     assert sent == ["opened", "escalated"]
+
+
+def test_a_finding_confirmed_only_when_the_run_ends_is_still_messaged_once(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    """A short run whose problem is confirmed by the final evaluation: the person who launched
+    it hears about it once, as found at the end (not opened then resolved a moment later)."""
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client)
+    report(client, run_id, headers, zero_spread(range(1, 41)), batch=40)  # one evaluation: confirming
+    assert alerts(client, run_id=run_id) == []
+    finish(client, run_id, headers)
+    found = alerts(client, run_id=run_id)
+    assert [(a["category"], a["state"]) for a in found] == [("zero_reward_spread", "resolved")]
+    assert found[0]["resolved_reason"] == "found when the run succeeded"
+    assert [h["event"] for h in found[0]["history"]] == ["found_at_end"]
+    written = jobs(run_id)
+    assert [j.event for j in written] == ["found_at_end"]
+    text = written[0].payload["text"]
+    assert "found when the run ended" in text and "zero reward spread" in text
