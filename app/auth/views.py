@@ -3,12 +3,13 @@ covered by the cross-origin protection (``app.security.csrf``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.auth import service
+from app.auth import service, throttle
 from app.auth.identity import CurrentIdentity, Identity
 from app.auth.middleware import SESSION_COOKIE
 from app.auth.models import User
@@ -50,8 +51,16 @@ def login_form(request: Request, db: SessionDep, identity: CurrentIdentity,
 def login(request: Request, db: SessionDep, email: Annotated[str, Form(max_length=254)],
           password: Annotated[str, Form(max_length=4096)],
           next: Annotated[str, Form(max_length=2048)] = "/runs") -> Response:
+    address = request.client.host if request.client else None
+    if (wait := throttle.retry_after(email, address)) is not None:
+        response = _login_page(request, db, next_url=safe_next(next), email=email,
+                               error=f"too many failed sign-ins; try again in "
+                                     f"{math.ceil(wait / 60)} min", status_code=429)
+        response.headers["Retry-After"] = str(wait)
+        return response
     user = service.authenticate(db, email=email, password=password)
     if user is None:
+        throttle.failed(email, address)
         return _login_page(request, db, next_url=safe_next(next), email=email,
                            error="wrong email or password", status_code=401)
     session_id = service.start_session(db, user, days=get_settings().session_days)

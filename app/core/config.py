@@ -67,6 +67,12 @@ class Settings(BaseSettings):
         "no account exists (development mode); on: always log in; off: never log in (loopback "
         "only; serving on another address refuses to start)")
     session_days: float = Field(14.0, description="how long a browser login lasts")
+    login_limit: str = Field(
+        "5/15 minutes", description="failed sign-ins allowed per account (and 4x that per client "
+        "address) before further tries are refused with 429 until the window moves on")
+    login_limit_storage: str = Field(
+        "memory://", description="where failed sign-ins are counted (a `limits` storage URL): "
+        "memory:// is per web process; redis://host:6379 shares the count between processes")
     trusted_origins: list[str] = Field(
         [], description="other origins (scheme://host:port) whose pages may post to this app, "
         "e.g. a reverse proxy's public address when it rewrites Host")

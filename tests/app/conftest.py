@@ -19,8 +19,10 @@ SPEC = tiny_spec(name="api-run", max_steps=5)
 
 @pytest.fixture
 def client(app_db: str) -> TestClient:
+    from app.auth import throttle
     from app.main import create_app
 
+    throttle.reset()  # failed sign-ins are counted per process: each test starts from none
     # A loopback address, as `grpodeck serve` binds by default: development mode (no login)
     # while no account exists. tests/app/test_auth.py covers the logged-in mode.
     return TestClient(create_app(), base_url="http://127.0.0.1")
