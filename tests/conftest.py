@@ -162,6 +162,9 @@ def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     """Point the app's settings at a migrated database for in-process tests."""
     monkeypatch.setenv("GRPODECK_DATABASE_URL", database_url)
     monkeypatch.setenv("GRPODECK_BROKER_URL", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
+    # the developer's own var/ holds real runs: a test deleting "run 2" must not remove theirs
+    monkeypatch.setenv("GRPODECK_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(tmp_path / "datasets"))
     for cached in (config_module.get_settings, db_module.get_engine, db_module.get_sessionmaker):
         cached.cache_clear()
     yield database_url

@@ -189,3 +189,14 @@ def test_the_list_filters_by_sweep_and_offers_the_sweeps_in_use(client: TestClie
     menu = html(client.get("/runs").text).select_one("select[name=sweep]")
     assert [o["value"] for o in menu.select("option")] == ["", "a1b2", "c3d4"]
     assert [r["id"] for r in client.get("/api/runs", params={"sweep": "c3d4"}).json()] != []
+
+
+@pytest.mark.one_backend
+def test_tests_never_touch_the_developers_own_run_folders(client: TestClient) -> None:
+    """Deleting a test's run 1 once removed the developer's real var/runs/1 (same id, same
+    default folder): in-process tests keep their files in their own temporary folder."""
+    from app.core.config import VAR
+
+    settings = get_settings()
+    for folder in (settings.runs_dir, settings.datasets_dir):
+        assert not folder.resolve().is_relative_to(VAR.resolve()), folder
