@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +16,8 @@ import typer
 
 from app.auth.cli import refuse_unsafe_bind, user_cli
 from app.core.config import ROOT, get_settings
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
                   no_args_is_help=True, add_completion=False)
@@ -71,12 +76,25 @@ def scheduler() -> None:
     loop.main()
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the kernel sends SIGTERM to this child when ``up`` dies, even by SIGKILL, so no
+    orphaned worker keeps taking runs for a dashboard that is gone."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _child(command: list[str]) -> subprocess.Popen[bytes]:
+    linux = sys.platform.startswith("linux")
+    # preexec_fn is only unsafe once threads exist: ``up`` starts its children before any
+    return subprocess.Popen(command, preexec_fn=_die_with_parent if linux else None)  # noqa: PLW1509
+
+
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     """Dashboard, one worker and the scheduler together: the one-command local setup."""
     migrate()
     refuse_unsafe_bind(host)
-    procs = [subprocess.Popen(worker_command()), subprocess.Popen(scheduler_command())]
+    procs = [_child(worker_command()), _child(scheduler_command())]
     try:
         serve(host=host, port=port, no_migrate=True)
     finally:
