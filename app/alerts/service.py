@@ -92,7 +92,7 @@ def _resolve(alert: Alert, now: datetime, reason: str) -> Event:
 
 def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
     """Open, update and resolve the run's alerts from one ``store()``'s transitions."""
-    if run.source != "launched":  # imports and one-shot diagnoses page nobody
+    if not lifecycle.reports_live(run):
         return
     rules = rules_of(run.spec)
     if not lifecycle.is_live(run):
@@ -161,7 +161,7 @@ def resolve_ended(db: Session, run: Run, now: datetime) -> list[Event]:
 def run_lost(db: Session, run: Run, reason: str, now: datetime | None = None) -> None:
     """The lost-run check failed ``run``: a critical ``lost`` alert, opened or escalated."""
     now = now or datetime.now(UTC)
-    if run.source != "launched" or not rules_of(run.spec).cares(LOST, "critical"):
+    if not lifecycle.reports_live(run) or not rules_of(run.spec).cares(LOST, "critical"):
         return
     alert = open_alerts(db, run.id).get((LOST, ""))
     record = db.scalars(select(FindingRecord).where(

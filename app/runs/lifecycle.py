@@ -91,5 +91,15 @@ def start(run: Run, pid: int | None, host: str | None) -> None:
     transition(run, Status.RUNNING, worker_pid=pid, worker_host=host)
 
 
+LIVE_SOURCES = frozenset({"launched", "external"})  # trained while the Deck watched
+
+
+def reports_live(run: Run) -> bool:
+    """A run that trained while reporting here (launched from the Deck, or an outside script
+    with DeckCallback): its findings page people and its silence means it was lost. Imports and
+    one-shot diagnoses describe the past and page nobody."""
+    return run.source in LIVE_SOURCES
+
+
 def is_live(run: Run) -> bool:
     return Status(run.status) in (Status.QUEUED, Status.RUNNING)

@@ -75,7 +75,8 @@ def _parent(db: SessionDep, raw: str | None) -> Run | None:
         raise HTTPException(400, f"from must be a run id, not {raw[:40]!r}") from None
     run = run_or_404(db, run_id)
     if run.source != "launched":
-        raise HTTPException(409, f"run {run_id} was imported: it has no spec to launch again")
+        how = "imported" if run.source == "imported" else "reported by an outside script"
+        raise HTTPException(409, f"run {run_id} was {how}: it has no spec to launch again")
     return run
 
 

@@ -199,3 +199,33 @@ def test_a_finding_confirmed_only_when_the_run_ends_is_still_messaged_once(
     assert [j.event for j in written] == ["found_at_end"]
     text = written[0].payload["text"]
     assert "found when the run ended" in text and "zero reward spread" in text
+
+
+def _external_run(client: TestClient) -> tuple[int, dict[str, str]]:
+    """A run registered by DeckCallback from someone's own script (no worker, no queue)."""
+    reply = client.post("/api/runs", json={"source": "external", "name": "my-script",
+                                           "spec": {"model": "Qwen/Qwen2.5-0.5B"}})
+    assert reply.status_code == 201, reply.text
+    return reply.json()["id"], {"Authorization": f"Bearer {reply.json()['token']}"}
+
+
+def test_a_run_reported_by_an_outside_script_pages_like_a_launched_one(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    alert_env(alert_urls=HOOK)
+    run_id, headers = _external_run(client)
+    report(client, run_id, headers, zero_spread(range(1, 81)))
+    found = alerts(client, run_id=run_id)
+    assert "zero_reward_spread" in {a["category"] for a in found}
+    assert {j.event for j in jobs(run_id)} == {"opened"}
+
+
+def test_a_killed_outside_script_is_lost_with_a_critical_alert(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    alert_env(alert_urls=HOOK)
+    run_id, headers = _external_run(client)
+    report(client, run_id, headers, healthy(range(1, 11)))  # then the script is killed: silence
+    assert check_live_runs(now=datetime.now(UTC) + timedelta(hours=6)) == 1
+    assert client.get(f"/api/runs/{run_id}").json()["status"] == "failed"
+    assert [(a["category"], a["state"]) for a in alerts(client, run_id=run_id)] == [
+        ("lost", "open")]
+    assert jobs(run_id)[-1].payload["severity"] == "critical"
