@@ -39,7 +39,8 @@ from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
 router = APIRouter(include_in_schema=False)
 ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
             "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
-            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm")
+            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm", "use_peft", "lora_r",
+            "lora_alpha", "lora_dropout", "lora_target_modules")
 SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
