@@ -29,7 +29,7 @@ OLD_WORKER = {"old@node": {"error": "KeyError('grpodeck_capabilities')"}}
 
 
 def test_parse_keeps_well_formed_answers_only() -> None:
-    found = capabilities.parse([GPU_WORKER, OLD_WORKER, {"odd@node": {"cuda": "yes"}}])
+    found = capabilities.parse([GPU_WORKER, OLD_WORKER, {"odd@node": {"cuda": "yes", "vllm": True}}])
     assert found == {"gpu-1@node": GPU_WORKER["gpu-1@node"]}
 
 
