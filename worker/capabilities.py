@@ -63,7 +63,12 @@ def grpodeck_capabilities(state: object) -> WorkerCapabilities:
 
 
 @worker_ready.connect
-def _probe_when_ready(**_: object) -> None:
+def _probe_when_ready(sender: object = None, **_: object) -> None:
+    """Probe in the background once the worker is up, so the first broadcast is answered at
+    once; not where the broker has no fanout (the embedded SQLite one): nobody can ask there."""
+    app = getattr(sender, "app", None)
+    if app is not None and not app.connection_for_read().supports_exchange_type("fanout"):
+        return
     threading.Thread(target=capabilities, name="capability-probe", daemon=True).start()
 
 
