@@ -24,7 +24,8 @@ def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) 
     private_broker_file(broker_url)
     if broker_url.startswith(("redis", "rediss")):
         options["visibility_timeout"] = visibility_seconds
-    app = Celery("grpodeck", broker=broker_url, include=["worker.tasks", "worker.dry_run"])
+    app = Celery("grpodeck", broker=broker_url,
+                 include=["worker.tasks", "worker.dry_run", "worker.capabilities"])
     app.conf.update(
         task_default_queue=queue,
         task_acks_late=True,

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.alerts.rules import split_urls
-from grpodeck.contract.spec import RunSpec, batch_problems, clip_problem
+from grpodeck.contract.spec import ALL_LINEAR, RunSpec, batch_problems, clip_problem
 
 REWARD_ROWS = 3
 MAX_REWARD_ROWS = 16  # RunSpec.rewards max_length: a cloned spec may hold more than 3
@@ -15,10 +15,11 @@ NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", 
                  "beta", "epsilon", "max_completion_length", "temperature", "logging_steps",
                  "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length",
                  "epsilon_high", "num_iterations", "top_p", "top_k", "gradient_accumulation_steps",
-                 "max_grad_norm", "warmup_ratio", "save_steps")
+                 "max_grad_norm", "warmup_ratio", "save_steps", "lora_r", "lora_alpha",
+                 "lora_dropout")
 TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "train_split", "eval_split",
                "scale_rewards", "loss_type", "lr_scheduler_type")
-BOOL_FIELDS = ("stop_on_critical", "mask_truncated_completions", "use_vllm")
+BOOL_FIELDS = ("stop_on_critical", "mask_truncated_completions", "use_vllm", "use_peft")
 
 
 def parse_params(text: str) -> dict[str, str]:
@@ -52,12 +53,28 @@ LABELS = {  # in the form's order: the error list above the form follows it
     "gradient_accumulation_steps": "gradient_accumulation_steps",
     "max_grad_norm": "max_grad_norm", "warmup_ratio": "warmup_ratio",
     "lr_scheduler_type": "lr_scheduler_type", "save_steps": "save_steps (checkpoints)",
-    "use_vllm": "use_vllm",
+    "use_vllm": "use_vllm", "use_peft": "use_peft (LoRA)", "lora_r": "lora_r (rank)",
+    "lora_alpha": "lora_alpha", "lora_dropout": "lora_dropout",
+    "lora_target_modules": "lora_target_modules",
     "rollout_every": "Capture rollouts every N logging steps",
     "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
     "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
     "smoke_steps": "Smoke test steps",
 }
+
+
+def parse_modules(text: str) -> list[str] | str | None:
+    """'q_proj, v_proj' -> ['q_proj', 'v_proj']; 'all-linear' stays a string; empty -> None
+    (peft's default for the model). The names themselves are checked by the spec."""
+    names = [n for n in text.replace(",", " ").split() if n]
+    if names == [ALL_LINEAR]:
+        return ALL_LINEAR
+    return names or None
+
+
+def modules_text(value: list[str] | str | None) -> str:
+    """The inverse of ``parse_modules``, for a stored spec shown in the form."""
+    return ", ".join(value) if isinstance(value, list) else (value or "")
 
 
 def filled_reward_rows(form: dict[str, str]) -> list[int]:
@@ -84,6 +101,9 @@ def form_to_data(form: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             data[key] = value
     for key in BOOL_FIELDS:
         data[key] = form.get(key) in ("on", "true", "1")
+    modules = parse_modules(form.get("lora_target_modules") or "")
+    if modules is not None:
+        data["lora_target_modules"] = modules
     data["alerts"] = {"urls": split_urls(form.get("alert_urls")),
                       "min_severity": (form.get("alert_min_severity") or "warning").strip(),
                       "ignore": [c.strip() for c in (form.get("alert_ignore") or "").split(",")
@@ -121,6 +141,7 @@ def spec_to_form(spec: dict[str, Any]) -> dict[str, Any]:
     values["alert_ignore"] = ", ".join(alerts.get("ignore") or [])
     for key in BOOL_FIELDS:
         values[key] = bool(spec.get(key))
+    values["lora_target_modules"] = modules_text(spec.get("lora_target_modules"))
     return {k: ("" if v is None else v) for k, v in values.items()}
 
 

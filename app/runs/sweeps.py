@@ -21,6 +21,7 @@ from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.datasets.columns import missing_column_problem
+from app.runs.capabilities import vllm_problem
 from app.runs.compare import MAX_RUNS, compare_context
 from app.runs.launch import launch
 from app.runs.models import Run
@@ -77,7 +78,7 @@ def variants(base: RunSpec, values: list[int]) -> list[RunSpec]:
 @api.post("", status_code=status.HTTP_201_CREATED, response_model=SweepOut)
 def create_sweep(body: SweepIn, db: SessionDep, identity: CurrentIdentity) -> SweepOut:
     """Launch the spec once per ``num_generations`` value, all under one sweep id."""
-    if (problem := missing_column_problem(body.spec)) is not None:
+    if (problem := missing_column_problem(body.spec) or vllm_problem(body.spec)) is not None:
         raise HTTPException(422, problem)
     specs = variants(body.spec, body.num_generations)
     sweep_id = secrets.token_hex(6)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
@@ -25,6 +26,7 @@ from app.health.service import findings_for
 from app.metrics.rollups import chart_data
 from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
+from app.runs.capabilities import vllm_problem, worker_reports
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.launch import launch
 from app.runs.models import Run
@@ -39,7 +41,8 @@ from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
 router = APIRouter(include_in_schema=False)
 ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
             "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
-            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm")
+            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm", "use_peft", "lora_r",
+            "lora_alpha", "lora_dropout", "lora_target_modules")
 SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
@@ -50,7 +53,8 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
             "summary": error_summary(errors), "presets": PRESETS,
-            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED}
+            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
+            "workers": worker_reports()}
 
 
 def _default_values() -> dict[str, Any]:
@@ -111,6 +115,8 @@ async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity
     spec, errors = validate_form(form)
     if spec is not None and (problem := missing_column_problem(spec)) is not None:
         spec, errors = None, {"dataset": problem}
+    if spec is not None and (problem := await run_in_threadpool(vllm_problem, spec)):
+        spec, errors = None, {"use_vllm": problem}
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html",
                                           _form_context(form, errors, parent), status_code=422)

@@ -8,9 +8,17 @@ spec reads like the trainer call it becomes.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    field_validator,
+    model_validator,
+)
 
 from grpodeck.contract.alerts import AlertRules
 from grpodeck.contract.catalog import (
@@ -34,6 +42,13 @@ LOSS_TYPES: tuple[str, ...] = LossType.__args__  # type: ignore[attr-defined]
 SchedulerType = Literal["linear", "cosine", "constant", "constant_with_warmup", "polynomial",
                         "inverse_sqrt"]
 SCHEDULERS: tuple[str, ...] = SchedulerType.__args__  # type: ignore[attr-defined]
+
+# LoRA target modules: names (matched by peft against the ends of the model's module names, as
+# q_proj matches model.layers.0.self_attn.q_proj), or peft's "all-linear". No regex: peft reads a
+# single string other than "all-linear" as one, and a person's typo should not match everything.
+ALL_LINEAR = "all-linear"
+MAX_TARGET_MODULES = 32
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 
 # Floats are finite everywhere (``allow_inf_nan=False``): a NaN weight or learning rate trains
 # nothing and loses the run. Upper bounds: ``limits``.
@@ -113,6 +128,31 @@ def clip_problem(epsilon: float, epsilon_high: float | None, loss_type: str) -> 
     return None
 
 
+def target_modules(v: object) -> list[str] | str | None:
+    """Module names, in order, each once, or "all-linear" alone (in a list peft would read it as
+    a module literally named so); empty = peft's default for the model type."""
+    if v is None or v == ALL_LINEAR:
+        return v  # type: ignore[return-value]
+    if not isinstance(v, list) or not all(isinstance(name, str) for name in v):
+        raise ValueError(f'lora_target_modules is a list of module names or "{ALL_LINEAR}"')
+    if ALL_LINEAR in v:
+        raise ValueError(f'"{ALL_LINEAR}" stands alone, not inside a list of module names')
+    for name in v:
+        if not MODULE_NAME.fullmatch(name):
+            raise ValueError(f"{name[:70]!r} is not a module name: up to 64 letters, digits, _ "
+                             "and . (no patterns), e.g. q_proj")
+    names = list(dict.fromkeys(v))
+    if len(names) > MAX_TARGET_MODULES:
+        raise ValueError(f"at most {MAX_TARGET_MODULES} target modules")
+    return names or None
+
+
+TargetModules = Annotated[
+    list[str] | str | None,
+    PlainValidator(target_modules, json_schema_input_type=list[str] | Literal["all-linear"] | None),
+]
+
+
 def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
                 eval_split: str | None) -> None:
     problems = batch_problems(batch_size, num_generations, eval_steps, eval_split)
@@ -180,6 +220,17 @@ class RunSpec(BaseModel):
                                    description="checkpoint every N steps; empty = no checkpoints")
     use_vllm: bool = Field(False, description="generate with vLLM: needs a CUDA GPU and vllm on "
                            "the worker; a worker without them fails the run saying so")
+    # LoRA (peft), by TRL's ModelConfig names and defaults: off trains every weight.
+    use_peft: bool = Field(False, description="train a LoRA adapter instead of every weight; "
+                           "checkpoints then hold the adapter only")
+    lora_r: int = Field(16, ge=1, le=1024, description="LoRA rank")
+    lora_alpha: int = Field(32, ge=1, le=8192, description="LoRA scaling numerator (scale = "
+                            "alpha / r)")
+    lora_dropout: float = Field(0.05, ge=0, lt=1, description="dropout on the adapter's input")
+    lora_target_modules: TargetModules = Field(
+        None,
+        description='module names to adapt (e.g. ["q_proj", "v_proj"]) or "all-linear"; '
+                    "empty = peft's default for the model type")
     eval_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
     seed: int = Field(42, ge=0, le=MAX_SEED, description="below 2**32 (numpy's seed range)")
     rollout_every: int = Field(

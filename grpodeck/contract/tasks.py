@@ -11,6 +11,10 @@ from typing import Any, TypedDict
 
 TRAIN_RUN = "grpodeck.train_run"
 DEFAULT_QUEUE = "grpodeck"
+# The workers' capability report: a Celery remote-control (inspect) command that the web app
+# broadcasts and each worker answers with a ``WorkerCapabilities``. Remote control needs a broker
+# with fanout exchanges (Redis): on the embedded SQLite broker no worker can report.
+WORKER_CAPABILITIES = "grpodeck_capabilities"
 
 # A fresh checkout runs with no server at all: data under var/ next to the code, and kombu's
 # SQLAlchemy transport on a SQLite file as the broker (GRPODECK_BROKER_URL=redis://... in
@@ -27,6 +31,14 @@ class TrainRunKwargs(TypedDict):
     spec: dict[str, Any]
     report_url: str
     ticket: str
+
+
+class WorkerCapabilities(TypedDict):
+    """What a worker's training child would find: a CUDA GPU, the vllm package, the device."""
+
+    cuda: bool
+    vllm: bool
+    device: str
 
 
 def private_broker_file(broker_url: str) -> None:

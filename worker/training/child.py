@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from grpodeck.contract.catalog import is_local_dataset
 
 if TYPE_CHECKING:
+    from trl import GRPOTrainer
+
     from grpodeck.contract.spec import RunSpec
 
 log = logging.getLogger("worker.training")
@@ -60,8 +62,9 @@ SUPERVISOR_ENV = "GRPODECK_SUPERVISOR_PID"
 
 def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, token: str,
           output_dir: str, *, batch_rows: int = 20, flush_seconds: float = 5.0,
-          report_deadline: float = 300.0) -> None:
-    """Train one run to completion (or until the server says stop). Raises on any error.
+          report_deadline: float = 300.0) -> GRPOTrainer:
+    """Train one run to completion (or until the server says stop); returns the trainer (its
+    ``model`` is what was trained). Raises on any error.
 
     ``batch_rows``/``flush_seconds`` tune metric reporting; ``report_deadline`` bounds how long
     the end of the run waits for an unreachable server (see ``MetricsReporter``)."""
@@ -70,14 +73,18 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
     if not isinstance(spec, RunSpec):
         spec = RunSpec.model_validate(spec)
     with _offline_if_builtin(spec):
-        _train(spec, run_id, report_url, token, output_dir, batch_rows, flush_seconds,
-               report_deadline)
+        return _train(spec, run_id, report_url, token, output_dir, batch_rows, flush_seconds,
+                      report_deadline)
 
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
-           batch_rows: int, flush_seconds: float, report_deadline: float) -> None:
+           batch_rows: int, flush_seconds: float, report_deadline: float) -> GRPOTrainer:
     from worker.rewards.registry import build
-    from worker.training.config import build_grpo_config
+    from worker.training.config import (
+        build_grpo_config,
+        build_peft_config,
+        check_target_modules,
+    )
     from worker.training.datasets import drop_long_prompts, load_prompts
     from worker.training.hardware import describe
     from worker.training.models import load_model_and_tokenizer
@@ -87,7 +94,9 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     log.info("run %s: %s on %s with %s (%s)", run_id, spec.name, spec.model, spec.dataset, describe())
     config = build_grpo_config(spec, output_dir)  # validate before the slow loads
+    peft_config = build_peft_config(spec)
     model, tokenizer = load_model_and_tokenizer(spec.model)
+    check_target_modules(model, spec)
     train_ds, eval_ds = load_prompts(spec)
     train_ds = drop_long_prompts(train_ds, tokenizer, spec.max_prompt_length)
     if eval_ds is not None:
@@ -100,13 +109,14 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
         trainer = CapturingGRPOTrainer(
             model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=config,
             train_dataset=train_ds, eval_dataset=eval_ds, callbacks=[reporter],
-            rollout_every=spec.rollout_every, rollout_groups=spec.rollout_groups,
-            rollout_sink=reporter.add_rollouts)
+            peft_config=peft_config, rollout_every=spec.rollout_every,
+            rollout_groups=spec.rollout_groups, rollout_sink=reporter.add_rollouts)
         trainer.train()
     finally:
         reporter.close()
     if reporter.stop_requested:
         log.info("run %s stopped at step %d on the server's request", run_id, trainer.state.global_step)
+    return trainer
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from worker.training.hardware import hardware_kwargs
 
 if TYPE_CHECKING:
+    from peft import LoraConfig
     from trl import GRPOConfig
 
     from grpodeck.contract.spec import RunSpec
@@ -99,3 +100,42 @@ def build_grpo_config(spec: RunSpec, output_dir: str) -> GRPOConfig:
     from trl import GRPOConfig
 
     return GRPOConfig(**grpo_kwargs(spec, output_dir))
+
+
+def lora_kwargs(spec: RunSpec) -> dict[str, Any] | None:
+    """The ``peft.LoraConfig`` keyword arguments for a spec, None without ``use_peft``; as
+    TRL's own ``get_peft_config`` builds them from its ModelConfig (same names, same defaults)."""
+    if not spec.use_peft:
+        return None
+    return {"task_type": "CAUSAL_LM", "r": spec.lora_r, "lora_alpha": spec.lora_alpha,
+            "lora_dropout": spec.lora_dropout, "target_modules": spec.lora_target_modules,
+            "bias": "none"}
+
+
+def build_peft_config(spec: RunSpec) -> LoraConfig | None:
+    """The LoRA adapter GRPOTrainer wraps the model in (``peft_config=``), or None."""
+    kwargs = lora_kwargs(spec)
+    if kwargs is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(**kwargs)
+
+
+def check_target_modules(model: Any, spec: RunSpec) -> None:
+    """Refuse, before the trainer is built, LoRA target modules the model does not have. peft
+    itself fails only when none matches and merely warns when some do: a typo would then train
+    fewer modules than asked. The message keeps peft's words and adds the model's linear layers."""
+    names = spec.lora_target_modules
+    if not spec.use_peft or not isinstance(names, list):
+        return  # None: peft's default for the model type; "all-linear": peft finds them
+    import torch
+
+    modules = [key for key, _ in model.named_modules()]
+    missing = [n for n in names if not any(k == n or k.endswith(f".{n}") for k in modules)]
+    if missing:
+        linear = sorted({key.rsplit(".", 1)[-1] for key, module in model.named_modules()
+                         if isinstance(module, torch.nn.Linear)})
+        raise ValueError(f"Target modules {set(missing)} not found in the base model. Please "
+                         "check the target modules and try again. This model's linear layers: "
+                         f"{', '.join(linear)}")

@@ -1,0 +1,76 @@
+"""The worker's answer to the web app's capability broadcast (``WORKER_CAPABILITIES``).
+
+The web app offers ``use_vllm`` only when a worker has said it has a CUDA GPU and vllm. The
+answer is what a training child would find, so it is found the same way: by a fresh Python
+process (``python -m worker.capabilities``) that imports torch, which the worker's main process
+never loads. It is found once, in the background when the worker is ready, and kept: the
+command itself only reads it (a remote-control command runs in the worker's consumer loop).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+
+from celery.signals import worker_ready
+from celery.worker.control import inspect_command
+
+from grpodeck.contract.tasks import WORKER_CAPABILITIES, WorkerCapabilities
+
+log = logging.getLogger(__name__)
+PROBE_TIMEOUT = 300.0
+
+_lock = threading.Lock()
+_found: list[WorkerCapabilities] = []
+
+
+def probe() -> WorkerCapabilities:
+    """This process's device: a CUDA GPU, the vllm package (importable, not imported)."""
+    import importlib.util
+
+    import torch
+
+    from worker.training.hardware import describe
+
+    return WorkerCapabilities(cuda=torch.cuda.is_available(),
+                              vllm=importlib.util.find_spec("vllm") is not None,
+                              device=describe())
+
+
+def capabilities() -> WorkerCapabilities:
+    """The probe's answer from a child process, found once per worker."""
+    with _lock:
+        if not _found:
+            try:
+                done = subprocess.run([sys.executable, "-m", "worker.capabilities"],
+                                      capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+                                      check=True)
+                _found.append(WorkerCapabilities(**json.loads(done.stdout)))
+            except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
+                log.warning("capability probe failed (%s): reporting no GPU", exc)
+                _found.append(WorkerCapabilities(cuda=False, vllm=False,
+                                                 device=f"unknown (probe failed: {exc})"[:200]))
+        return _found[0]
+
+
+@inspect_command(name=WORKER_CAPABILITIES)
+def grpodeck_capabilities(state: object) -> WorkerCapabilities:
+    """This worker's CUDA GPU, vllm package and device, for the web app's use_vllm option."""
+    return capabilities()
+
+
+@worker_ready.connect
+def _probe_when_ready(sender: object = None, **_: object) -> None:
+    """Probe in the background once the worker is up, so the first broadcast is answered at
+    once; not where the broker has no fanout (the embedded SQLite one): nobody can ask there."""
+    app = getattr(sender, "app", None)
+    if app is not None and not app.connection_for_read().supports_exchange_type("fanout"):
+        return
+    threading.Thread(target=capabilities, name="capability-probe", daemon=True).start()
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe()))
