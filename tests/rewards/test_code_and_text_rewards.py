@@ -107,6 +107,19 @@ def test_format_regex_is_anchored_and_has_ready_patterns() -> None:
         format_regex("(unclosed")
 
 
+@pytest.mark.timeout(60)  # without the time limit this test hangs for minutes, then fails
+def test_a_catastrophic_format_pattern_costs_a_second_per_completion_and_scores_zero() -> None:
+    """A user's pattern meets the model's text: ``(a|aa)+$`` backtracks exponentially on
+    "aaa...b". The check gives up after its time limit instead of stalling the training step."""
+    trl = TrlCallbacks()
+    fn = named(format_regex(r"(a|aa)+$"), "format_regex")
+    scores = fn(prompts=["p"] * 3, completions=["a" * 60 + "b", "aaaa", "a" * 60 + "b"],
+                **trl.kwargs())
+    assert scores == [0.0, 1.0, 0.0]
+    assert trl.extra[reason_column("format_regex")] == [
+        "format check timed out after 1 s", None, "format check timed out after 1 s"]
+
+
 def test_answer_match_exact_and_numeric() -> None:
     trl = TrlCallbacks()
     numeric = named(answer_match("numeric", "answer"), "answer_match")

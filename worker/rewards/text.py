@@ -9,23 +9,37 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import regex
+
 from grpodeck.contract.kinds import import_path, match_mode, regular_expression
 from grpodeck.contract.text import completion_text
 from worker.rewards.outcome import Outcome, report, short
 
+MATCH_TIMEOUT_SECONDS = 1.0  # per completion: far above any sane format check (microseconds)
 ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 NUMBER = re.compile(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 
 def format_regex(pattern: str) -> Callable[..., list[float | None]]:
-    """TRL reward: 1 when the whole completion matches ``pattern`` (anchored, ``.`` spans lines)."""
-    compiled = re.compile(regular_expression(pattern), re.DOTALL)
+    """TRL reward: 1 when the whole completion matches ``pattern`` (anchored, ``.`` spans lines).
+
+    The pattern is the user's and the text the model's: a pattern like ``(a|aa)+$`` backtracks
+    exponentially on the wrong text, and Python's ``re`` cannot be interrupted. The ``regex``
+    package (same syntax) takes a timeout, so one completion costs at most
+    ``MATCH_TIMEOUT_SECONDS`` and scores 0 with the reason."""
+    compiled = regex.compile(regular_expression(pattern), regex.DOTALL)
+
+    def one(completion: Any) -> Outcome:
+        try:
+            matched = compiled.fullmatch(completion_text(completion),
+                                         timeout=MATCH_TIMEOUT_SECONDS)
+        except TimeoutError:
+            return Outcome(0.0, f"format check timed out after {MATCH_TIMEOUT_SECONDS:g} s")
+        return Outcome(1.0) if matched else Outcome(0.0, "does not match the format")
 
     def reward(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
-        outcomes = [Outcome(1.0) if compiled.fullmatch(completion_text(c))
-                    else Outcome(0.0, "does not match the format") for c in completions]
-        return report(reward, outcomes, kwargs)
+        return report(reward, [one(c) for c in completions], kwargs)
 
     return reward
 
