@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from app.charts.panels import PANELS, Panel, names_for, title_for
+from app.charts.panels import Panel, names_for, panels_for, title_for
 from app.metrics.series import Series
 
 LAYOUT: dict[str, Any] = {
@@ -145,13 +145,14 @@ def figure(panel: Panel, series: dict[str, Series],
     return {"data": data, "layout": layout}
 
 
-def marks_by_panel(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Step ranges of warning/critical findings, on the panel that draws their metric."""
+def marks_by_panel(findings: list[dict[str, Any]], objectives: Sequence[str] = ()
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """Step ranges of warning/critical findings, on the first panel that draws their metric."""
     out: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         if f["severity"] == "info" or not f.get("metric"):
             continue
-        for panel in PANELS:
+        for panel in panels_for(objectives):
             primary, secondary = names_for(panel, [f["metric"]])
             if primary or secondary:
                 x1 = f["last_step"] if f["last_step"] > f["first_step"] else f["first_step"] + 0.5
@@ -163,11 +164,13 @@ def marks_by_panel(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, A
 
 
 def run_figures(series: dict[str, Series],
-                marks: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+                marks: dict[str, list[dict[str, Any]]] | None = None,
+                objectives: Sequence[str] = ()) -> list[dict[str, Any]]:
     """All charts a run has data for, each as {key, title, figure, note, log_toggle}; the note
-    lists the chart's non-finite values (None when all are finite)."""
+    lists the chart's non-finite values (None when all are finite). ``objectives``: the run's
+    monitor-only rewards, drawn against the trained reward on a chart of their own."""
     out = []
-    for panel in PANELS:
+    for panel in panels_for(objectives):
         fig = figure(panel, series, (marks or {}).get(panel.key))
         if fig is not None:
             primary, secondary = names_for(panel, sorted(series))

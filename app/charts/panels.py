@@ -6,7 +6,9 @@ Names are TRL's current ones; older names are mapped to these at import (app.met
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,34 @@ PANELS: tuple[Panel, ...] = (
     Panel("loss", "Loss", ("loss",), y_title="loss"),
     Panel("learning_rate", "Learning rate", ("learning_rate",), y_title="learning rate"),
 )
+
+
+def objective_panel(objectives: Sequence[str]) -> Panel | None:
+    """The true objective a run only watches (monitor-only rewards, weight 0) drawn against the
+    reward it trains on, on one chart: the reward-hacking picture (proxy up, objective flat or
+    down) without comparing two charts' axes by eye. None for a run without one."""
+    if not objectives:
+        return None
+    return Panel("objective", f"Objective ({', '.join(objectives)}, weight 0) vs trained reward",
+                 ("reward", *(f"rewards/{name}/mean" for name in objectives)),
+                 y_title="mean reward")
+
+
+def panels_for(objectives: Sequence[str] = ()) -> tuple[Panel, ...]:
+    """The run page's charts in order: the objective chart, when there is one, after the
+    reward's."""
+    extra = objective_panel(objectives)
+    return PANELS if extra is None else (PANELS[0], extra, *PANELS[1:])
+
+
+def monitor_only(spec: dict[str, Any] | None) -> list[str]:
+    """Names of a run's monitor-only rewards (weight 0) from its stored spec; none for imported
+    and outside runs, whose specs list no rewards."""
+    rewards = (spec or {}).get("rewards")
+    if not isinstance(rewards, list):
+        return []
+    return [r["name"] for r in rewards if isinstance(r, dict) and isinstance(r.get("name"), str)
+            and r.get("weight", 1.0) == 0]
 
 
 def matches(pattern: str, name: str) -> bool:

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
+from app.charts.panels import monitor_only
 from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
@@ -146,8 +147,9 @@ def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord])
     """Charts read the run's summaries (``app/metrics/rollups.py``): rows in proportion to the
     points drawn, whatever the run's length."""
     data = chart_data(db, run, get_settings().chart_max_points)
-    marks = marks_by_panel([f.to_dict() for f in findings if f.active])
-    return {**_run_context(run), "charts": run_figures(data.series, marks),
+    objectives = monitor_only(run.spec)
+    marks = marks_by_panel([f.to_dict() for f in findings if f.active], objectives)
+    return {**_run_context(run), "charts": run_figures(data.series, marks, objectives),
             "after": data.last_step, "version": structure_version(run, findings)}
 
 

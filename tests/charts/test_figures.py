@@ -55,3 +55,26 @@ def test_markers_only_up_to_the_threshold_and_log_scale_offered_for_kl_and_grad_
     assert long["grad_norm"]["figure"]["data"][0]["mode"] == "lines"
     assert short["kl"]["log_toggle"] and long["grad_norm"]["log_toggle"]
     assert not short["loss"]["log_toggle"]
+
+
+def test_a_monitor_only_objective_is_drawn_against_the_trained_reward_on_one_chart() -> None:
+    from app.charts.figures import marks_by_panel
+    from app.charts.panels import monitor_only
+
+    spec = {"rewards": [{"name": "code_block_count", "weight": 1.0},
+                        {"name": "unit_tests", "weight": 0.0}]}
+    objectives = monitor_only(spec)
+    assert objectives == ["unit_tests"]
+    logged = series(5, "reward", "rewards/code_block_count/mean", "rewards/unit_tests/mean")
+    hacking = {"category": "reward_hacking", "severity": "warning", "first_step": 2,
+               "last_step": 5, "metric": "rewards/unit_tests/mean"}
+    marks = marks_by_panel([hacking], objectives)
+    charts = run_figures(logged, marks, objectives)
+    assert [c["key"] for c in charts][:3] == ["reward", "objective", "components"]
+    objective = by_key(charts)["objective"]
+    assert objective["title"] == "Objective (unit_tests, weight 0) vs trained reward"
+    assert [t["name"] for t in objective["figure"]["data"]] == ["reward",
+                                                                 "rewards/unit_tests/mean"]
+    assert [s["x0"] for s in objective["figure"]["layout"]["shapes"]] == [2]  # the finding
+    assert "objective" not in by_key(run_figures(logged))  # a run without one: no such chart
+    assert monitor_only({"model_name": "outside script"}) == []

@@ -173,3 +173,19 @@ def test_a_sudden_shift_is_flagged_within_a_few_logging_steps(name: str, categor
     level (which took 8 logging steps: step 190 for a drop at 150)."""
     run = RUNS[name]()
     assert first_live(run, category) <= run.onset + 20  # logging every 5 steps
+
+
+def test_a_watched_objective_falling_to_zero_is_hacking_even_on_a_far_smaller_scale() -> None:
+    """The proxy pays -28..-1 (a length penalty); the monitor-only objective is a 0..1 format
+    check that falls from 0.75 to 0. Judged against the total reward's spread (27) its fall
+    (0.75) looked like a wobble; against its own level it lost everything."""
+    from app.diagnostics import RunContext, diagnose
+
+    rows = [(s, {"reward": -28 + 27 * min(1, s / 15), "reward_std": 3.0,
+                 "rewards/length_target/mean": -28 + 27 * min(1, s / 15),
+                 "rewards/format_regex/mean": max(0.0, 0.75 - 0.05 * s) + 0.1 * (s % 2) * (s < 10),
+                 "frac_reward_zero_std": 0.0}) for s in range(1, 46)]
+    context = RunContext(reward_weights={"length_target": 1.0, "format_regex": 0.0})
+    found = [f for f in diagnose(rows, context).findings if f.category == "reward_hacking"]
+    assert len(found) == 1 and found[0].evidence["objective"] == "format_regex"
+    assert found[0].evidence["objective_is_monitor_only"] is True

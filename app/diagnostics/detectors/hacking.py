@@ -52,6 +52,9 @@ OBJECTIVE_FALL_SIGMA = 2.0  # a warning on its own, judged again at every update
 #                              several windows: it needs a firmer fall than EFFECT_SIGMA
 FIRM_RHO_FACTOR = 1.4  # falls need a firmer rank trend, one-sided 1% (z 2.33) not 5%: a
 #                         healthy run fed live saw a 21-step accuracy wobble pass at 5%
+OBJECTIVE_LOSS_SHARE = 0.3  # ...or lose this share of its own early level: a monitor-only
+#                             objective is not part of the total reward, whose spread (the
+#                             proxy's scale) says nothing about how much the objective lost
 START_FRACS = (0.0, 0.25, 0.5)  # windows from here to the end: a late fall is not diluted
 SATURATED_SHARE = 0.1  # "sits saturated": recent level within 10% of its range from its max
 ONSET_SHARE = 0.2  # the fall starts where the objective first stays 20% of the way down
@@ -94,13 +97,15 @@ def objectives(view: View, names: list[str]) -> list[str]:
 
 def _falls(w: Series, scale: float) -> bool:
     """Significant fall over the window: a rank trend and a noise sigma down, and either a
-    real share of the reward's spread or a crossing from non-negative to below zero."""
+    real share of the reward's spread, a real share of the objective's own early level, or a
+    crossing from non-negative to below zero."""
     rho, eff, ch = _move(w)
     if rho > -FIRM_RHO_FACTOR * rho_crit(len(w)) or eff > -OBJECTIVE_FALL_SIGMA:
         return False
-    crossed = (med(head(w.steps, w.values, THIRD, THIRD_MIN_PTS)) >= 0
-               > med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS)))
-    return -ch >= MIN_SHARE * scale or crossed
+    early = med(head(w.steps, w.values, THIRD, THIRD_MIN_PTS))
+    crossed = early >= 0 > med(tail(w.steps, w.values, THIRD, THIRD_MIN_PTS))
+    lost_share = early > 0 and -ch >= OBJECTIVE_LOSS_SHARE * early
+    return -ch >= MIN_SHARE * scale or lost_share or crossed
 
 
 def _rises_or_saturated(w: Series, full: Series, scale: float) -> str | None:
