@@ -36,14 +36,20 @@ def test_form_sends_advanced_settings(client: TestClient) -> None:
     ("num_iterations", "0", "greater than or equal to 1"),
     ("loss_type", "ppo", "'grpo'"),
     ("epsilon_high", "0.1", "must be at least epsilon"),
+    ("lora_target_modules", "q_proj, self_attn.*", "'self_attn.*' is not a module name"),
+    ("lora_target_modules", "all-linear, q_proj", '"all-linear" stands alone'),
+    ("lora_r", "0", "greater than or equal to 1"),
+    ("lora_dropout", "1", "less than 1"),
 ])
 def test_out_of_range_is_shown_at_the_field(client: TestClient, field: str, value: str,
                                             words: str) -> None:
     data = submitted(one(client.get("/runs/new").text, "#run-form"))
-    data[field] = value
+    data.update({"use_peft": "on", field: value})
     page = client.post("/runs/new", data=data)
     assert page.status_code == 422
     assert words in one(page.text, f"#e-{field}").get_text()
+    assert one(page.text, f"#f-{field}")["aria-describedby"] == f"e-{field}"
+    assert one(page.text, f'#form-errors a[href="#f-{field}"]')
     assert one(page.text, "#advanced").has_attr("open")
 
 
