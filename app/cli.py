@@ -15,21 +15,14 @@ from typing import Annotated
 import typer
 
 from app.auth.cli import refuse_unsafe_bind, user_cli
-from app.core.config import ROOT, get_settings
+from app.core.config import get_settings
+from app.core.db import migrate
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
                   no_args_is_help=True, add_completion=False)
 cli.add_typer(user_cli, name="user")
-
-
-def migrate() -> None:
-    """Bring the database schema to the latest Alembic revision."""
-    from alembic import command
-    from alembic.config import Config
-
-    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
 
 
 @cli.command("migrate")

@@ -12,7 +12,7 @@ import typer
 from app.auth import service
 from app.auth.local import is_loopback
 from app.core.config import get_settings
-from app.core.db import get_sessionmaker
+from app.core.db import get_sessionmaker, migrate
 
 PASSWORD_ENV = "GRPODECK_NEW_PASSWORD"
 
@@ -34,8 +34,6 @@ def create(email: str,
                "--password-stdin", help=f"read the password from stdin (or set {PASSWORD_ENV})"
            )] = False) -> None:
     """Create an account; prompts for the password unless given on stdin or in the env."""
-    from app.cli import migrate
-
     migrate()
     with get_sessionmaker()() as db:
         try:

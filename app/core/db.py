@@ -19,7 +19,7 @@ from fastapi import Depends
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-from app.core.config import get_settings
+from app.core.config import ROOT, get_settings
 
 
 class Base(DeclarativeBase):
@@ -158,3 +158,12 @@ def get_db() -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_db)]
+
+
+def migrate() -> None:
+    """Bring the database schema to the latest Alembic revision (every entry point that opens
+    the database for writing runs this first: serve, up, user create)."""
+    from alembic import command
+    from alembic.config import Config
+
+    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
