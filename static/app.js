@@ -19,7 +19,7 @@
     if (!target || !target.querySelectorAll) return;
     target.querySelectorAll(CHARTS).forEach(function (el) {
       var k = key(el);
-      if (k && el._fullLayout) kept[k] = el;  // drawn by plotly
+      if (k && el._fullLayout && !el.closest("#charts-panel")) kept[k] = el;  // drawn here
     });
   }
 
