@@ -1,16 +1,57 @@
 // Charts on server-rendered pages other than the run page (which has static/charts.js): draw
 // every chart that carries its figure in data-figure, on load and after htmx swaps.
+//
+// A polled fragment that re-renders charts (the compare page while a run is live) brings new
+// chart elements; each is put back into the element it replaces (same box and data-metric), which
+// plotly then redraws with the new figure: with the layout's constant `uirevision` plotly keeps
+// what the reader did to it (zoom, pan, legend entries hidden), and nothing on the page moves.
 (function () {
+  var CHARTS = ".chart[data-figure]";
+  var kept = {};  // drawn charts of a box being swapped, by box id and metric
+
+  function key(el) {
+    var box = el.parentNode;
+    return box && box.id && el.dataset.metric ? box.id + "\u0000" + el.dataset.metric : null;
+  }
+
+  function keep(ev) {
+    var target = ev.detail.target;
+    if (!target || !target.querySelectorAll) return;
+    target.querySelectorAll(CHARTS).forEach(function (el) {
+      var k = key(el);
+      if (k && el._fullLayout && !el.closest("#charts-panel")) kept[k] = el;  // drawn here
+    });
+  }
+
+  function putBack() {
+    Object.keys(kept).forEach(function (k) {
+      var old = kept[k];
+      if (old.isConnected) return;
+      document.querySelectorAll(CHARTS).forEach(function (el) {
+        if (el === old || key(el) !== k) return;
+        old.dataset.figure = el.dataset.figure;
+        old.className = el.className;
+        el.replaceWith(old);
+      });
+    });
+    kept = {};
+  }
+
   function draw(root) {
     if (typeof Plotly === "undefined") return;
-    root.querySelectorAll(".chart[data-figure]").forEach(function (el) {
+    root.querySelectorAll(CHARTS).forEach(function (el) {
       if (el.closest("#charts-panel")) return;  // the run page draws and keeps its own
+      if (el._drawn === el.dataset.figure) return;  // already shows this figure
+      el._drawn = el.dataset.figure;
       var fig = JSON.parse(el.dataset.figure);
       Plotly.react(el, fig.data, fig.layout, { responsive: true, displaylogo: false });
     });
   }
 
   document.addEventListener("DOMContentLoaded", function () { draw(document); });
+  document.body.addEventListener("htmx:beforeSwap", keep);
+  document.body.addEventListener("htmx:oobBeforeSwap", keep);
+  document.body.addEventListener("htmx:afterSwap", putBack);
   document.body.addEventListener("htmx:afterSettle", function (ev) {
     draw(ev.detail.elt.parentNode || document);
   });

@@ -68,7 +68,7 @@ def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tu
             if not math.isfinite(v)]
 
 
-def _nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
+def nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
     points = points[::math.ceil(len(points) / MAX_MARKERS)]
     return {"type": "scatter", "x": [s for _, s, _ in points],
             "y": [NONFINITE_Y[k] for _, _, k in points], "yaxis": "y3",
@@ -140,7 +140,7 @@ def figure(panel: Panel, series: dict[str, Series],
             + [_trace(n, series[n], True) for n in secondary])
     points = nonfinite_points(primary + secondary, series)
     if points:
-        data.append(_nonfinite_trace(points))
+        data.append(nonfinite_trace(points))
         layout["yaxis3"] = NONFINITE_AXIS
     return {"data": data, "layout": layout}
 

@@ -2,7 +2,15 @@
 shared charts aligned by step, each run's verdict and findings side by side, and the spec
 fields that differ. The URL holds the selection, so a comparison can be shared.
 
-Series are downsampled exactly as the run page does (``chart_max_points`` per trace).
+Each run's series are read as the run page reads them (``rollups.chart_data`` with the same
+``chart_max_points`` budget): raw points while a run is short, else the min and max of each
+bucket of the finest summary level that fits, so a request reads about as many rows as it draws
+whatever the runs' length, and spikes and NaN/inf (a red marker, as on the run page) stay visible.
+
+While any compared run is queued or running, the run cards and the charts are re-rendered as a
+fragment (``/runs/compare/_live``) every few seconds; static/app.js redraws the charts in place,
+so the reader's zoom and hidden legend entries survive. The fragment of a comparison with no
+live run carries no polling trigger: polling stops.
 """
 
 from __future__ import annotations
@@ -16,13 +24,15 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from app.charts.figures import PLAIN_LAYOUT
+from app.charts.figures import NONFINITE_AXIS, PLAIN_LAYOUT, nonfinite_kind, nonfinite_trace
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.health.api import sort_findings
 from app.health.service import findings_for
-from app.metrics.series import Series, downsample, load_series
+from app.metrics.rollups import chart_data
+from app.metrics.series import Series
+from app.runs.lifecycle import is_live
 from app.runs.models import Run
 from app.runs.service import storable_id
 from app.runs.spec_diff import spec_differences
@@ -37,6 +47,7 @@ DEFAULT_METRICS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entrop
 # enough for 8 lines; the legend names each run).
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f")
+REFRESH_SECONDS = 5  # up to 8 runs x 12 metrics per poll: slower than the run page's panels
 
 
 def parse_ids(values: Sequence[str]) -> list[int]:
@@ -75,40 +86,72 @@ def choose_metrics(runs: Sequence[Run], asked: Sequence[str]) -> tuple[list[str]
 
 def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series]]
             ) -> dict[str, Any]:
-    """One chart: this metric of every run that logged it, one colour per run."""
+    """One chart: this metric of every run that logged it, one colour per run; NaN/inf are gaps
+    in the lines and red markers on a hidden axis (as on the run page). Each trace has a
+    ``uid`` so a redraw keeps the legend entries the reader hid (``uirevision``)."""
     data = []
+    bad: list[tuple[str, int, str]] = []
     for i, run in enumerate(runs):
         s = series[run.id].get(metric)
         if s is None:
             continue
-        data.append({"type": "scatter", "mode": "lines", "name": f"#{run.id} {run.name}",
+        label = f"#{run.id} {run.name}"
+        data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
                      "x": s.steps, "y": [v if math.isfinite(v) else None for v in s.values],
                      "line": {"color": COLORS[i % len(COLORS)], "width": 1.6},
                      "meta": run.id})
+        bad += [(label, step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
+                                                                    strict=True)
+                if not math.isfinite(v)]
     layout = {**PLAIN_LAYOUT, "title": {"text": metric, "font": {"size": 14}, "x": 0.02,
                                         "xanchor": "left"},
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,
                                                    "font": {"size": 10}}}
+    if bad:
+        data.append({**nonfinite_trace(sorted(bad, key=lambda p: p[1])), "uid": "nonfinite"})
+        layout["yaxis3"] = NONFINITE_AXIS
     return {"data": data, "layout": layout}
+
+
+def read_series(db: SessionDep, runs: Sequence[Run], chosen: list[str]
+                ) -> dict[int, dict[str, Series]]:
+    """Per run, the chosen metrics as the run page's charts read them: bounded by the point
+    budget, not by the run's length."""
+    if not chosen:  # chart_data reads every metric when given none
+        return {r.id: {} for r in runs}
+    limit = get_settings().chart_max_points
+    return {r.id: chart_data(db, r, limit, chosen).series for r in runs}
+
+
+def live_query(runs: Sequence[Run], asked: Sequence[str]) -> str:
+    """The fragment's URL: the same selection as the page."""
+    query = {"ids": ",".join(str(r.id) for r in runs)}
+    if asked:
+        query["metrics"] = ",".join(asked)
+    return f"/runs/compare/_live?{urlencode(query)}"
 
 
 def compare_context(db: SessionDep, runs: list[Run], asked: Sequence[str]) -> dict[str, Any]:
     available, chosen = choose_metrics(runs, asked)
-    limit = get_settings().chart_max_points
-    series = {r.id: {n: downsample(s, limit) for n, s in load_series(db, r.id, chosen).items()}
-              for r in runs}
+    series = read_series(db, runs, chosen)
     findings = {r.id: [f for f in sort_findings(findings_for(db, r.id)) if f.active]
                 for r in runs}
     return {"runs": runs, "available": available, "chosen": chosen,
             "charts": [{"metric": m, "figure": overlay(m, runs, series)} for m in chosen],
             "findings": findings, "differences": spec_differences([r.spec for r in runs]),
-            "colors": COLORS, "ids": ",".join(str(r.id) for r in runs)}
+            "colors": COLORS, "ids": ",".join(str(r.id) for r in runs),
+            "live": any(is_live(r) for r in runs), "live_url": live_query(runs, asked),
+            "refresh": REFRESH_SECONDS}
+
+
+def asked_metrics(request: Request) -> list[str]:
+    return [m for v in request.query_params.getlist("metrics") for m in v.split(",") if m]
 
 
 @router.get("/runs/compare", response_class=HTMLResponse)
 def compare_page(request: Request, db: SessionDep) -> Response:
     ids_raw = request.query_params.getlist("ids")
-    metrics = [m for v in request.query_params.getlist("metrics") for m in v.split(",") if m]
+    metrics = asked_metrics(request)
     ids = parse_ids(ids_raw)
     if len(ids_raw) > 1 or len(request.query_params.getlist("metrics")) > 1:
         canonical = {"ids": ",".join(map(str, ids))}  # the list's checkboxes: a shareable URL
@@ -117,3 +160,12 @@ def compare_page(request: Request, db: SessionDep) -> Response:
         return RedirectResponse(f"/runs/compare?{urlencode(canonical)}", status_code=303)
     context = compare_context(db, load_runs(db, ids), metrics)
     return templates.TemplateResponse(request, "runs/compare.html", context)
+
+
+@router.get("/runs/compare/_live", response_class=HTMLResponse)
+def compare_live(request: Request, db: SessionDep) -> Response:
+    """The run cards and the charts, polled every few seconds while any compared run is live
+    (the charts replace the page's out of band; static/app.js redraws them in place)."""
+    ids = parse_ids(request.query_params.getlist("ids"))
+    context = compare_context(db, load_runs(db, ids), asked_metrics(request))
+    return templates.TemplateResponse(request, "runs/_compare_live.html", context)

@@ -1,23 +1,40 @@
 """The compare page: the URL holds the selection, charts overlay each chosen metric of every
-run (downsampled like the run page), findings side by side, and only differing spec fields."""
+run (read as the run page's charts read them: bounded by the point budget, not by the runs'
+length), findings side by side, only differing spec fields, and a live fragment polled while
+any run is queued or running."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from app.core.config import get_settings
+from app.core.db import get_engine, get_sessionmaker
+from app.metrics import pipeline
+from app.runs.service import get_run_for_update
 from tests.app.conftest import html, one, running_run
 
 
 def reporting(client: TestClient, steps: int, **spec: object) -> int:
+    return reporting_live(client, steps, **spec)[0]
+
+
+def reporting_live(client: TestClient, steps: int, **spec: object) -> tuple[int, dict[str, str]]:
+    """A running run that reported ``steps`` steps: (id, the worker's headers)."""
     run_id, headers = running_run(client, **spec)
     rows = [{"step": s, "metrics": {"reward": s * spec.get("learning_rate", 1e-5) * 1e4,
                                     "kl": 0.01 * s, "loss": 0.1}} for s in range(1, steps + 1)]
     reply = client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows}, headers=headers)
     assert reply.status_code == 200, reply.text
-    return run_id
+    return run_id, headers
 
 
 def figures(page: str) -> dict[str, dict]:
@@ -39,9 +56,12 @@ def test_three_runs_overlaid_with_their_differences(client: TestClient) -> None:
     traces = charts["reward"]["data"]
     assert [t["meta"] for t in traces] == [a, b, c]
     assert traces[1]["y"][:2] == [0.3, 0.6] and traces[0]["x"] == [1, 2, 3, 4, 5]
-    limit = get_settings().chart_max_points  # downsampled exactly as the run page's charts
-    same = client.get(f"/api/runs/{c}/metrics", params={"names": "reward", "max_points": limit})
-    assert traces[2]["x"] == same.json()["reward"]["steps"] and len(traces[2]["x"]) <= limit < 3000
+    limit = get_settings().chart_max_points  # read exactly as the run page's charts read it
+    same = client.get(f"/api/runs/{c}/chart", params={"names": "reward", "max_points": limit})
+    assert same.json()["level"] == 1  # 3000 steps > the budget: buckets of 16 steps
+    assert traces[2]["x"] == same.json()["series"]["reward"]["steps"]
+    assert traces[2]["y"] == same.json()["series"]["reward"]["values"]
+    assert len(traces[2]["x"]) <= limit < 3000
     rows = {tr.th.get_text(): [td.get_text() for td in tr.select("td")]
             for tr in html(page.text).select("#spec-diff tbody tr")}
     assert rows == {"beta": ["0.04", "0.04", "0.0"],
@@ -63,3 +83,136 @@ def test_bad_selections_are_refused_with_the_reason(client: TestClient) -> None:
                                  ("ids=" + ",".join(map(str, range(1, 10))), 400, "got 9")):
         reply = client.get(f"/runs/compare?{query}")
         assert reply.status_code == status and words in reply.json()["detail"], query
+
+
+def _receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
+    """Store rows through the ingest pipeline (what the report API calls), 5,000 at a time."""
+    for i in range(0, len(rows), 5_000):
+        with get_sessionmaker()() as db:
+            run = get_run_for_update(db, run_id)
+            assert run is not None
+            pipeline.receive(db, run, rows[i:i + 5_000])
+            db.commit()
+
+
+METRIC_TABLES = re.compile(r"\b(metric_points|metric_rollups)\b")
+
+
+def _plan_rows(plan: dict[str, Any]) -> int:
+    """Rows a PostgreSQL plan node (and those under it) read from the metric tables."""
+    own = (plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
+           if METRIC_TABLES.fullmatch(plan.get("Relation Name", "")) else 0)
+    return own + sum(_plan_rows(p) for p in plan.get("Plans", []))
+
+
+@contextmanager
+def metric_rows_read() -> Iterator[list[int]]:
+    """Rows the app reads from metric_points and metric_rollups inside the block (one number per
+    SELECT). SQLite: every statement the connection runs (its trace, which also sees the raw
+    cursor ``load_series`` uses), re-counted afterwards; PostgreSQL: every statement SQLAlchemy
+    sends, re-run under EXPLAIN ANALYZE for the rows each scan of those tables produced."""
+    engine = get_engine()
+    seen: list[tuple[str, Any]] = []
+
+    def traced(sql: str) -> None:
+        seen.append((sql, None))
+
+    def checkout(dbapi_connection, record, proxy) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(traced)
+
+    def checkin(dbapi_connection, record) -> None:  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(None)
+
+    def sent(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        seen.append((statement, parameters))
+
+    sqlite = engine.dialect.name == "sqlite"
+    hooks = [("checkout", checkout), ("checkin", checkin)] if sqlite else [
+        ("before_cursor_execute", sent)]
+    for name, hook in hooks:
+        event.listen(engine, name, hook)
+    counts: list[int] = []
+    try:
+        yield counts
+    finally:
+        for name, hook in hooks:
+            event.remove(engine, name, hook)
+    reads = [(sql, params) for sql, params in seen
+             if sql.lstrip().upper().startswith("SELECT") and METRIC_TABLES.search(sql)]
+    assert reads, "no read of the metric tables was seen"
+    if sqlite:
+        with sqlite3.connect(engine.url.database) as db:
+            counts += [db.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0]
+                       for sql, _ in reads]
+        return
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        for sql, params in reads:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            counts.append(_plan_rows(cursor.fetchone()[0][0]["Plan"]))
+    finally:
+        raw.close()
+
+
+def test_a_long_comparison_reads_about_as_many_rows_as_it_draws(client: TestClient) -> None:
+    """20,000 stored steps: the compare request reads the run's summaries (min and max per
+    bucket), not its points, and still shows the spike and the NaN."""
+    long_id, _ = running_run(client, name="long")
+    steps = 20_000
+    _receive(long_id, [(s, {"reward": 0.1 * math.sin(s / 40) + (5.0 if s == 12_345 else 0.0),
+                            "kl": math.nan if s == 15_000 else 0.001 * (s % 97)})
+                       for s in range(1, steps + 1)])
+    short = reporting(client, 10, name="short")
+    url = f"/runs/compare?ids={long_id},{short}&metrics=reward,kl"
+    assert client.get(url).status_code == 200  # the first read brings the coarse levels up to date
+    with metric_rows_read() as counts:
+        page = client.get(url)
+    assert page.status_code == 200
+    limit, drawn = get_settings().chart_max_points, 2
+    total = sum(counts)
+    assert total <= limit * drawn < steps, counts  # the points alone are 2 x 20,000 rows
+    charts = figures(page.text)
+    long_reward = next(t for t in charts["reward"]["data"] if t.get("meta") == long_id)
+    assert 10 < len(long_reward["x"]) <= limit
+    assert max(long_reward["y"]) == 5.0 + 0.1 * math.sin(12_345 / 40)  # the spike survives
+    marker = charts["kl"]["data"][-1]  # the NaN: a red marker, as on the run page
+    assert marker["meta"] == "nonfinite" and marker["x"] == [15_000]
+    assert marker["hovertext"] == [f"#{long_id} long: NaN at step 15000"]
+    assert charts["kl"]["layout"]["yaxis3"]["overlaying"] == "y"
+
+
+def test_the_live_fragment_polls_while_a_run_is_live_and_then_stops(client: TestClient) -> None:
+    a, headers = reporting_live(client, 3, name="live-a")
+    b, b_headers = reporting_live(client, 4, name="b")
+    assert client.post(f"/api/runs/{b}/finished", json={"returncode": 0},
+                       headers=b_headers).status_code == 200  # one live run is enough to poll
+    page = client.get(f"/runs/compare?ids={a},{b}&metrics=reward")
+    cards = one(page.text, "#compare-runs")
+    assert cards["data-live"] == "1" and cards["hx-trigger"] == "every 5s"
+    assert cards["hx-get"] == f"/runs/compare/_live?ids={a}%2C{b}&metrics=reward"
+    assert cards["hx-swap"] == "outerHTML"
+    assert not one(page.text, "#compare-charts").has_attr("hx-swap-oob")
+
+    more = [{"step": s, "metrics": {"reward": 0.1 * s}} for s in range(4, 8)]
+    assert client.post(f"/api/runs/{a}/metrics", json={"rows": more},
+                       headers=headers).status_code == 200
+    fragment = client.get(cards["hx-get"])
+    assert fragment.status_code == 200
+    polled = one(fragment.text, "#compare-runs")
+    assert polled["hx-trigger"] == "every 5s" and polled["hx-get"] == cards["hx-get"]
+    assert "step 7 / " in one(fragment.text, f"#compare-run-{a}").get_text()
+    charts = one(fragment.text, "#compare-charts")
+    assert charts["hx-swap-oob"] == "true"  # replaces the page's charts, out of band
+    reward = json.loads(charts.select_one('.chart[data-metric="reward"]')["data-figure"])
+    assert reward["data"][0]["x"] == list(range(1, 8)) and reward["data"][0]["uid"] == f"run-{a}"
+    assert reward["layout"]["uirevision"] == "keep"  # plotly keeps the reader's zoom
+    assert html(fragment.text).select("h1, #spec-diff, #compare-metrics") == []  # fragment only
+
+    done = client.post(f"/api/runs/{a}/finished", json={"returncode": 0}, headers=headers)
+    assert done.status_code == 200, done.text
+    ended = one(client.get(cards["hx-get"]).text, "#compare-runs")
+    assert ended["data-live"] == "0"
+    assert not any(ended.has_attr(a) for a in ("hx-get", "hx-trigger"))  # polling stops
+    assert not one(client.get(f"/runs/compare?ids={a},{b}").text,
+                   "#compare-runs").has_attr("hx-trigger")

@@ -1,6 +1,7 @@
 """The iterate loop in a real browser (Debian chromium): pick three runs on /runs, open the
-compare page (overlaid traces, the spec differences), delete a run from the list after a
-confirmation, and the runs list as cards on a 390 px phone."""
+compare page (overlaid traces, the spec differences), a comparison that refreshes while a run
+streams (new points, the reader's zoom and hidden traces kept), delete a run from the list after
+a confirmation, and the runs list as cards on a 390 px phone."""
 
 from __future__ import annotations
 
@@ -14,11 +15,28 @@ from sqlalchemy.orm import Session
 from app.core.db import make_engine
 from app.runs import service
 from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_charts_stay_put import drag_zoom
 from tests.stack import Stack
 
 
 def reporting_run(live: Stack, steps: int, **spec: Any) -> int:
-    """A claimed run (as a worker sees it) that has reported ``steps`` steps of reward and kl."""
+    """A claimed run (as a worker sees it) that has reported ``steps`` steps of reward and kl,
+    then finished."""
+    run_id, headers = streaming_run(live, range(1, steps + 1), **spec)
+    done = httpx.post(f"{live.url}/api/runs/{run_id}/finished", headers=headers,
+                      json={"returncode": 0})
+    assert done.status_code == 200, done.text
+    return run_id
+
+
+def report(live: Stack, run_id: int, headers: dict[str, str], steps: range, lr: float) -> None:
+    rows = [{"step": s, "metrics": {"reward": s * lr * 1e4, "kl": 0.01 * s}} for s in steps]
+    assert httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
+                      headers=headers).status_code == 200
+
+
+def streaming_run(live: Stack, steps: range, **spec: Any) -> tuple[int, dict[str, str]]:
+    """A claimed, still running run that has reported ``steps``: (id, the worker's headers)."""
     engine = make_engine(live.database_url)
     with Session(engine) as db:
         run, ticket = service.create_run(db, spec=RunSpec(model="builtin:tiny-random", **spec))
@@ -29,15 +47,8 @@ def reporting_run(live: Stack, steps: int, **spec: Any) -> int:
                        headers={"Authorization": f"Bearer {ticket}"})
     assert claim.status_code == 200, claim.text
     headers = {"Authorization": f"Bearer {claim.json()['token']}"}
-    lr = spec.get("learning_rate", 1e-5)
-    rows = [{"step": s, "metrics": {"reward": s * lr * 1e4, "kl": 0.01 * s}}
-            for s in range(1, steps + 1)]
-    assert httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
-                      headers=headers).status_code == 200
-    done = httpx.post(f"{live.url}/api/runs/{run_id}/finished", headers=headers,
-                      json={"returncode": 0})
-    assert done.status_code == 200, done.text
-    return run_id
+    report(live, run_id, headers, steps, spec.get("learning_rate", 1e-5))
+    return run_id, headers
 
 
 def test_compare_three_runs_from_the_list(page: Page, live: Stack) -> None:
@@ -61,6 +72,47 @@ def test_compare_three_runs_from_the_list(page: Page, live: Stack) -> None:
     diff = page.locator("#spec-diff tbody tr", has_text="learning_rate")
     expect(diff.locator("td")).to_have_text(["4e-05", "2e-05", "1e-05"])
     expect(diff.locator("td.differs")).to_have_count(2)
+    assert errors == []
+
+
+REWARD = "document.querySelector('#compare-charts .chart[data-metric=reward]')"
+
+
+def test_live_compare_gains_points_and_keeps_the_zoom(page: Page, live: Stack) -> None:
+    """A run streams while its comparison is open: the page's poll brings its new points into
+    the same chart element, and the zoom and the legend entry the reader hid before it stay."""
+    streaming, headers = streaming_run(live, range(1, 21), name="cmp-live")
+    ended = reporting_run(live, 20, name="cmp-ended", learning_rate=2e-5)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live.url}/runs/compare?ids={streaming},{ended}&metrics=reward")
+    chart = page.locator('#compare-charts .chart[data-metric="reward"]')
+    expect(chart.locator(".scatterlayer .trace")).to_have_count(2)
+    expect(page.locator("#compare-runs")).to_have_attribute("hx-trigger", "every 5s")
+    page.evaluate(f"{REWARD}.dataset.original = '1'")
+    drag_zoom(page, "compare-1", 0.2, 0.6)
+    page.wait_for_function(f"() => {REWARD}.layout.xaxis.autorange === false")
+    zoom = page.evaluate(f"{REWARD}.layout.xaxis.range.slice()")
+    assert 2 < zoom[0] < zoom[1] < 15, zoom
+    chart.locator(".legend .traces").nth(1).click()  # hide the ended run's line
+    page.wait_for_function(f"() => {REWARD}.data[1].visible === 'legendonly'")
+
+    report(live, streaming, headers, range(21, 31), 1e-5)
+    page.wait_for_function(f"() => {{ const el = {REWARD}; return el && el.data"
+                           " && el.data[0].x.length === 30; }", timeout=15_000)
+    assert page.evaluate(f"{REWARD}.data[0].x.slice(-2)") == [29, 30]
+    expect(page.locator(f"#compare-run-{streaming}")).to_contain_text("step 30")
+    assert page.evaluate(f"{REWARD}.layout.xaxis.range.slice()") == zoom
+    assert page.evaluate(f"{REWARD}.layout.xaxis.autorange") is False
+    assert page.evaluate(f"{REWARD}.data[1].visible") == "legendonly"
+    assert page.evaluate(f"{REWARD}.dataset.original") == "1"  # redrawn in place, not replaced
+
+    done = httpx.post(f"{live.url}/api/runs/{streaming}/finished", headers=headers,
+                      json={"returncode": 0})
+    assert done.status_code == 200, done.text
+    expect(page.locator("#compare-runs")).to_have_attribute("data-live", "0", timeout=15_000)
+    expect(page.locator("#compare-runs")).not_to_have_attribute("hx-trigger", re.compile(".*"))
+    assert page.evaluate(f"{REWARD}.layout.xaxis.range.slice()") == zoom
     assert errors == []
 
 
