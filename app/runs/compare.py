@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,6 +48,9 @@ DEFAULT_METRICS = ("reward", "reward_std", "frac_reward_zero_std", "kl", "entrop
 # enough for 8 lines; the legend names each run).
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f")
+STOP_POLLING = 286  # htmx: swap this answer, then cancel the element's polling
+GONE = ('<section class="compare-runs" id="compare-runs"><p class="empty">{why}: '
+        '<a href="/runs">back to the runs</a></p></section>')
 REFRESH_SECONDS = 5  # up to 8 runs x 12 metrics per poll: slower than the run page's panels
 
 
@@ -167,5 +171,9 @@ def compare_live(request: Request, db: SessionDep) -> Response:
     """The run cards and the charts, polled every few seconds while any compared run is live
     (the charts replace the page's out of band; static/app.js redraws them in place)."""
     ids = parse_ids(request.query_params.getlist("ids"))
-    context = compare_context(db, load_runs(db, ids), asked_metrics(request))
+    try:
+        runs = load_runs(db, ids)
+    except HTTPException as gone:  # a compared run was deleted meanwhile: say so, stop polling
+        return HTMLResponse(GONE.format(why=escape(str(gone.detail))), status_code=STOP_POLLING)
+    context = compare_context(db, runs, asked_metrics(request))
     return templates.TemplateResponse(request, "runs/_compare_live.html", context)

@@ -216,3 +216,16 @@ def test_the_live_fragment_polls_while_a_run_is_live_and_then_stops(client: Test
     assert not any(ended.has_attr(a) for a in ("hx-get", "hx-trigger"))  # polling stops
     assert not one(client.get(f"/runs/compare?ids={a},{b}").text,
                    "#compare-runs").has_attr("hx-trigger")
+
+
+def test_a_deleted_run_stops_the_live_comparison_with_the_reason(client: TestClient) -> None:
+    a, _ = reporting_live(client, 3, name="stays")
+    b, b_headers = reporting_live(client, 3, name="goes")
+    live_url = one(client.get(f"/runs/compare?ids={a},{b}").text, "#compare-runs")["hx-get"]
+    assert client.post(f"/api/runs/{b}/finished", json={"returncode": 0},
+                       headers=b_headers).status_code == 200
+    assert client.delete(f"/api/runs/{b}").status_code == 204
+    gone = client.get(live_url)
+    assert gone.status_code == 286  # htmx cancels the polling on this status
+    cards = one(gone.text, "#compare-runs")
+    assert f"run(s) {b} not found" in cards.get_text() and not cards.has_attr("hx-trigger")
