@@ -9,7 +9,8 @@ queries, figures, template), first through a fresh engine ("cold": no pooled con
 SQLite's page cache empty; the process itself was warmed on a 10-step run) and then again
 ("warm", best of 3). It prints
 server time, the page's bytes raw and gzipped, the chart-zoom endpoint for a 1% range, and the
-ratio of the longest run's time to the shortest's (the goal: flat in the number of steps).
+ratio of the longest run's time to the shortest's (the goal: flat in the number of steps), and the
+compare page of this run next to a 10-step one (warm, best of 3: it reads the same summaries).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def main() -> None:
     print(f"{args.backend}, {len(METRICS)} metrics per step, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'steps':>8}{'fill s':>8}{'cold ms':>9}{'warm ms':>9}{'KB':>8}{'KB gz':>8}"
-          f"{'zoom 1% ms':>12}{'zoom KB':>9}")
+          f"{'zoom 1% ms':>12}{'zoom KB':>9}{'compare ms':>12}")
     warm_times: dict[int, float] = {}
     warmup = fill(10)  # the process's first page compiles templates and imports: not data cost
     for _ in range(2):
@@ -101,9 +102,11 @@ def main() -> None:
             warm = min(timed(client, f"/runs/{run_id}")[0] for _ in range(3))
             x0 = n // 2
             zoom, zsize, _ = timed(client, f"/api/runs/{run_id}/chart?x0={x0}&x1={x0 + n // 100}")
+            compare = min(timed(client, f"/runs/compare?ids={run_id},{warmup}")[0]
+                          for _ in range(3))
             warm_times[n] = warm
             print(f"{n:>8}{filled:>8.1f}{cold * 1e3:>9.0f}{warm * 1e3:>9.0f}{size / 1e3:>8.0f}"
-                  f"{gz / 1e3:>8.0f}{zoom * 1e3:>12.0f}{zsize / 1e3:>9.0f}")
+                  f"{gz / 1e3:>8.0f}{zoom * 1e3:>12.0f}{zsize / 1e3:>9.0f}{compare * 1e3:>12.0f}")
         lo, hi = min(warm_times), max(warm_times)
         print(f"warm page time {hi} steps / {lo} steps: {warm_times[hi] / warm_times[lo]:.2f}x")
     finally:

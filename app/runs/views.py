@@ -158,7 +158,7 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
     context = _findings_context(db, run)
     context.update(_charts_context(db, run, context["findings"]))
-    context["summaries"] = chart_summaries(db, run.id)
+    context["summaries"] = chart_summaries(db, run)
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
@@ -169,7 +169,7 @@ def summaries_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     """The charts in words, polled while the run is live (aggregates only: cheap)."""
     run = run_or_404(db, run_id)
     return templates.TemplateResponse(request, "runs/_chart_summaries.html", {
-        **_run_context(run), "summaries": chart_summaries(db, run.id)})
+        **_run_context(run), "summaries": chart_summaries(db, run)})
 
 
 @router.get("/runs/{run_id}/_findings", response_class=HTMLResponse)
