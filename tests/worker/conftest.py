@@ -35,6 +35,13 @@ class Receiver:
         with self.lock:
             return [row for r in self.requests for row in r["body"]["rows"]]
 
+    @property
+    def delivered(self) -> list[dict[str, Any]]:
+        """The rows of the requests it answered with a 2xx."""
+        with self.lock:
+            return [row for r in self.requests if 200 <= r.get("status", 0) < 300
+                    for row in r["body"]["rows"]]
+
 
 @contextmanager
 def serve(port: int = 0) -> Iterator[Receiver]:
@@ -44,8 +51,9 @@ def serve(port: int = 0) -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            record = {"path": self.path, "headers": dict(self.headers), "body": body}
             with rec.lock:
-                rec.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                rec.requests.append(record)
             hold = rec.hold
             if hold is not None and not hold.is_set():
                 with rec.lock:
@@ -54,6 +62,7 @@ def serve(port: int = 0) -> Iterator[Receiver]:
                 with rec.lock:
                     rec.holding -= 1
             status = 422 if rec.refuse is not None and rec.refuse(body) else rec.status
+            record["status"] = status
             payload = json.dumps({"accepted": len(body.get("rows", [])), "stop": rec.stop}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

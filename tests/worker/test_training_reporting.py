@@ -148,12 +148,13 @@ def test_a_refused_batch_does_not_stall_later_rows(receiver, tmp_path) -> None:
     """A 422 is final: that batch is dropped (acknowledged) with a warning, not retried
     forever in front of every later row."""
     receiver.refuse = lambda body: any(r["step"] == 1 for r in body["rows"])
-    run = Run(receiver.url, tmp_path, batch_rows=1, flush_seconds=0.1)
+    run = Run(receiver.url, tmp_path, batch_rows=1, flush_seconds=0.1, report_deadline=2)
     run.log(1)
     until(lambda: 1 in _steps(receiver), "the refused post")
     run.log(2)
     run.log(3)
-    until(lambda: {2, 3} <= set(_steps(receiver)), "the rows after the refused one")
+    until(lambda: [r["step"] for r in receiver.delivered] == [2, 3],
+          "the rows after the refused one, taken by the server")
     run.end(3)
     assert _steps(receiver).count(1) == 1  # refused once, never resent
     assert spool.acked(run.spool) == 3 and spool.unacked(run.spool) == []  # nothing to replay
@@ -230,14 +231,18 @@ def test_a_backlog_goes_out_in_bounded_posts(receiver, tmp_path) -> None:
 
 
 def test_a_revoked_token_stops_training_and_sends_no_more(receiver, tmp_path) -> None:
+    run = Run(receiver.url, tmp_path, batch_rows=2, flush_seconds=3600)
+    until(lambda: receiver.requests, "the first heartbeat")
     receiver.status = 401
-    run = Run(receiver.url, tmp_path, batch_rows=1, flush_seconds=0.1)
+    run.log(1)
+    run.log(2)
     until(lambda: run.rep.run_over, "the 401")
-    run.step_end(1)
+    run.step_end(2)
     assert run.control.should_training_stop
     sent = len(receiver.requests)
-    run.log(1)
-    run.end(1)
+    run.log(3)
+    run.log(4)
+    run.end(4)
     assert len(receiver.requests) == sent
     assert spool.unacked(run.spool) == []  # over on the server: nothing for the replay
 
