@@ -221,6 +221,21 @@ def test_what_the_child_never_delivered_is_replayed_by_the_supervisor(receiver, 
     assert replay(client, dead.spool) == 0 and _steps(receiver) == [1, 2, 3]
 
 
+def test_a_reused_spool_sends_only_what_was_never_acknowledged(receiver, tmp_path) -> None:
+    """A spool left by an earlier child (a retried run in the same output dir): its acknowledged
+    prefix is not sent again, the rest is, and a torn last line costs no new row."""
+    path = tmp_path / "metrics.jsonl"
+    spool.append(path, [{"step": 1, "metrics": {"loss": 1.0}}, {"step": 2, "metrics": {"loss": 2.0}}])
+    spool.mark_acked(path, 1)
+    with path.open("a") as fh:
+        fh.write('{"step": 3, "metr')  # killed mid-write
+    run = Run(receiver.url, tmp_path, batch_rows=1)
+    run.log(4)
+    run.end(4)
+    assert _steps(receiver) == [2, 4]
+    assert spool.unacked(path) == []
+
+
 def test_a_backlog_goes_out_in_bounded_posts(receiver, tmp_path) -> None:
     run = Run(receiver.url, tmp_path, batch_rows=10_000, flush_seconds=3600)
     for step in range(1, 1201):
