@@ -114,8 +114,10 @@ class Sender(threading.Thread):
         # A spool that already holds lines (a reused output dir) keeps its acknowledged prefix;
         # a torn last line (a process killed mid-write) is ended, so new rows start clean.
         with self.spool_path.open("rb+") as fh:
-            if fh.seek(0, 2) and (fh.seek(-1, 2), fh.read(1))[1] != b"\n":
-                fh.write(b"\n")
+            if fh.seek(0, 2) > 0:
+                fh.seek(-1, 2)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
         sizes = _complete_lines(self.spool_path)
         self._acked_lines = min(spool.acked(self.spool_path), len(sizes))
         self._offset = sum(sizes[:self._acked_lines])  # bytes the server has acknowledged
