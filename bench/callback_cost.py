@@ -52,47 +52,42 @@ def timed(call: Callable[[int], Any], steps: int) -> list[float]:
     return out[WARMUP:]
 
 
-def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+def callback_costs(callback: Any, steps: int, output_dir: Path) -> tuple[list[float], int]:
+    """Time ``callback.on_log`` as a trainer drives it; also how many rows its sender delivered."""
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    from grpodeck.client import DeckCallback
-
-    args = TrainingArguments(output_dir=str(workdir / "out"), report_to="none")
+    args = TrainingArguments(output_dir=str(output_dir), report_to="none")
     state, control = TrainerState(max_steps=steps + WARMUP), TrainerControl()
-    deck = DeckCallback(url=url, name="bench-callback-cost", flush_seconds=1.0)
-    deck.on_train_begin(args, state, control)
+    callback.on_train_begin(args, state, control)
 
     def one(step: int) -> None:
         state.global_step = step
-        deck.on_log(args, state, control, logs=grpo_logs(step))
+        callback.on_log(args, state, control, logs=grpo_logs(step))
 
     costs = timed(one, steps)
-    sender = deck.sender
-    deck.on_train_end(args, state, control)
+    sender = callback.sender
+    callback.on_train_end(args, state, control)
     return costs, sender.state.rows_delivered if sender else 0
 
 
-def worker_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
-    from transformers import TrainerControl, TrainerState, TrainingArguments
+def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+    from grpodeck.client import DeckCallback
 
+    deck = DeckCallback(url=url, name="bench-callback-cost", flush_seconds=1.0)
+    return callback_costs(deck, steps, workdir / "out")
+
+
+def worker_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+    """The worker's reporter, on a run registered for it (its id and token)."""
     from grpodeck.client import DeckCallback
     from worker.training.reporting import MetricsReporter
 
     run = DeckCallback(url=url, name="bench-worker-reporter").register({"model": "bench"})
-    args = TrainingArguments(output_dir=str(workdir / "worker"), report_to="none")
-    state, control = TrainerState(max_steps=steps + WARMUP), TrainerControl()
     rep = MetricsReporter(url, run.id, run.token, spool_path=workdir / "worker" / "metrics.jsonl")
-    rep.on_train_begin(args, state, control)
-
-    def one(step: int) -> None:
-        state.global_step = step
-        rep.on_log(args, state, control, logs=grpo_logs(step))
-
-    costs = timed(one, steps)
-    sender = rep.sender
-    rep.on_train_end(args, state, control)
-    rep.close()
-    return costs, sender.state.rows_delivered if sender else 0
+    try:
+        return callback_costs(rep, steps, workdir / "worker")
+    finally:
+        rep.close()
 
 
 def trackio_costs(steps: int, workdir: Path) -> list[float]:
