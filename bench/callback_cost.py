@@ -1,8 +1,10 @@
-"""What reporting costs the training thread per logging step: ``DeckCallback.on_log`` next to
-trackio's ``log()``, same machine, same process, same log dicts.
+"""What reporting costs the training thread per logging step: ``DeckCallback.on_log`` and the
+worker's ``MetricsReporter.on_log`` next to trackio's ``log()``, same machine, same process,
+same log dicts (about 25 metrics).
 
-A live GRPO Deck (uvicorn on SQLite, tests/stack.py) receives the callback's rows, so its sender
-thread really posts while the training thread is timed; trackio writes to a temporary local
+A live GRPO Deck (uvicorn on SQLite, tests/stack.py) receives both reporters' rows (the
+worker's reporter reports to a run registered for it, with that run's token), so their sender
+threads really post while the training thread is timed; trackio writes to a temporary local
 project. Each call is timed alone (perf_counter_ns), after a warm-up.
 Usage: python bench/callback_cost.py [--steps N]
 """
@@ -50,24 +52,42 @@ def timed(call: Callable[[int], Any], steps: int) -> list[float]:
     return out[WARMUP:]
 
 
-def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+def callback_costs(callback: Any, steps: int, output_dir: Path) -> tuple[list[float], int]:
+    """Time ``callback.on_log`` as a trainer drives it; also how many rows its sender delivered."""
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    from grpodeck.client import DeckCallback
-
-    args = TrainingArguments(output_dir=str(workdir / "out"), report_to="none")
+    args = TrainingArguments(output_dir=str(output_dir), report_to="none")
     state, control = TrainerState(max_steps=steps + WARMUP), TrainerControl()
-    deck = DeckCallback(url=url, name="bench-callback-cost", flush_seconds=1.0)
-    deck.on_train_begin(args, state, control)
+    callback.on_train_begin(args, state, control)
 
     def one(step: int) -> None:
         state.global_step = step
-        deck.on_log(args, state, control, logs=grpo_logs(step))
+        callback.on_log(args, state, control, logs=grpo_logs(step))
 
     costs = timed(one, steps)
-    sender = deck.sender
-    deck.on_train_end(args, state, control)
+    sender = callback.sender
+    callback.on_train_end(args, state, control)
     return costs, sender.state.rows_delivered if sender else 0
+
+
+def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+    from grpodeck.client import DeckCallback
+
+    deck = DeckCallback(url=url, name="bench-callback-cost", flush_seconds=1.0)
+    return callback_costs(deck, steps, workdir / "out")
+
+
+def worker_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
+    """The worker's reporter, on a run registered for it (its id and token)."""
+    from grpodeck.client import DeckCallback
+    from worker.training.reporting import MetricsReporter
+
+    run = DeckCallback(url=url, name="bench-worker-reporter").register({"model": "bench"})
+    rep = MetricsReporter(url, run.id, run.token, spool_path=workdir / "worker" / "metrics.jsonl")
+    try:
+        return callback_costs(rep, steps, workdir / "worker")
+    finally:
+        rep.close()
 
 
 def trackio_costs(steps: int, workdir: Path) -> list[float]:
@@ -92,14 +112,19 @@ def main() -> None:
         (Path(tmp) / "deck").mkdir()
         with live_stack("embedded", Path(tmp) / "deck") as deck:
             deck_us, delivered = deck_costs(deck.url, steps, Path(tmp))
+            worker_us, worker_delivered = worker_costs(deck.url, steps, Path(tmp))
         trackio_us = trackio_costs(steps, Path(tmp))
     print(f"{steps} on_log calls each (after {WARMUP} warm-up), microseconds per call")
-    print(f"{'':14}{'p50':>10}{'p99':>10}{'max':>10}")
-    for name, us in (("DeckCallback", deck_us), ("trackio.log", trackio_us)):
-        print(f"{name:14}{pct(us, 50):10.1f}{pct(us, 99):10.1f}{max(us):10.1f}")
-    print(f"ratio DeckCallback/trackio: p50 {pct(deck_us, 50) / pct(trackio_us, 50):.2f}x, "
-          f"p99 {pct(deck_us, 99) / pct(trackio_us, 99):.2f}x")
-    print(f"rows delivered to the Deck: {delivered} of {steps + WARMUP}")
+    print(f"{'':16}{'p50':>10}{'p99':>10}{'max':>10}")
+    timings = (("DeckCallback", deck_us), ("MetricsReporter", worker_us),
+               ("trackio.log", trackio_us))
+    for name, us in timings:
+        print(f"{name:16}{pct(us, 50):10.1f}{pct(us, 99):10.1f}{max(us):10.1f}")
+    for name, us in timings[:2]:
+        print(f"ratio {name}/trackio: p50 {pct(us, 50) / pct(trackio_us, 50):.2f}x, "
+              f"p99 {pct(us, 99) / pct(trackio_us, 99):.2f}x")
+    print(f"rows delivered to the Deck: DeckCallback {delivered}, MetricsReporter "
+          f"{worker_delivered}, of {steps + WARMUP} each")
 
 
 if __name__ == "__main__":

@@ -81,7 +81,44 @@ def spec_of(args: TrainingArguments, state: TrainerState, model: Any,
     return {**spec, **extra}
 
 
-class DeckCallback(TrainerCallback):
+class SenderCallback(TrainerCallback):
+    """The training-thread half of reporting, shared by ``DeckCallback`` and the worker's
+    ``MetricsReporter``: each ``on_log`` dict becomes rows in the ``Sender``'s queue, and the
+    sender's stop (or "run over") becomes ``control.should_training_stop`` at the next
+    ``on_log``/``on_step_end``. Nothing here waits on the network."""
+
+    sender: Sender | None = None
+
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if self.sender is None or not logs or not state.is_world_process_zero:
+            return
+        self._before_rows(state, logs)
+        self.sender.put_rows(rows_from_logs(state.global_step, logs))
+        self._obey(control)
+
+    def _before_rows(self, state: TrainerState, logs: dict[str, Any]) -> None:
+        """A hook for what rides with a log's rows (DeckCallback's rollout capture)."""
+
+    def _obey(self, control: TrainerControl) -> None:
+        if self.sender is not None and self.sender.state.stop:
+            control.should_training_stop = True
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    **kwargs: Any) -> None:
+        self._obey(control)
+
+    def _close_sender(self, deadline: float) -> Sender | None:
+        """Deliver what is queued and spooled (waiting up to ``deadline`` s); the sender, now
+        stopped, or None when there was none."""
+        sender, self.sender = self.sender, None
+        if sender is not None and not sender.close(deadline):
+            log.warning("grpodeck: %d rows were not delivered; they are in %s", sender.pending(),
+                        sender.spool_path)
+        return sender
+
+
+class DeckCallback(SenderCallback):
     """Report this run to GRPO Deck at ``url`` (or ``$GRPO_DECK_URL``) as ``name``.
 
     ``api_key`` (or ``$GRPODECK_API_KEY``): a key from the dashboard's account page; not needed
@@ -159,14 +196,9 @@ class DeckCallback(TrainerCallback):
             self._warn_once("rollouts", "grpodeck: metrics only; call DeckCallback.attach(trainer)"
                             " to also send rollouts")
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if self.sender is None or not logs:
-            return
+    def _before_rows(self, state: TrainerState, logs: dict[str, Any]) -> None:
         if "loss" in logs and self._trainer is not None and self.rollout_groups > 0:
             self._capture(state.global_step)
-        self.sender.put_rows(rows_from_logs(state.global_step, logs))
-        self._obey(control)
 
     def _capture(self, step: int) -> None:
         self._train_logs += 1
@@ -181,23 +213,12 @@ class DeckCallback(TrainerCallback):
         if groups and self.sender is not None:
             self.sender.put_rollouts(step, groups)
 
-    def _obey(self, control: TrainerControl) -> None:
-        if self.sender is not None and self.sender.state.stop:
-            control.should_training_stop = True
-
-    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
-        self._obey(control)
-
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                      **kwargs: Any) -> None:
         """Deliver what is spooled (waiting up to ``finish_deadline``), then end the run."""
-        sender, self.sender = self.sender, None
+        sender = self._close_sender(self.finish_deadline)
         if sender is None:
             return
-        if not sender.close(self.finish_deadline):
-            log.warning("grpodeck: %d rows were not delivered; they are in %s", sender.pending(),
-                        sender.spool_path)
         if not sender.state.run_over:
             status = sender.finish(0)
             print(f"GRPO Deck: run {sender.target.run_id} ended {status or 'unreported'}",

