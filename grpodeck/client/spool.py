@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,16 @@ def append(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 
 
 def mark_acked(path: Path, count: int) -> None:
-    """Record ``count`` leading lines as delivered (atomic: a crash leaves the old count)."""
-    tmp = _ack_path(path).with_suffix(".tmp")
+    """Record ``count`` leading lines as delivered (atomic: a crash leaves the old count).
+
+    Each writer has its own temporary file: a dying child's last words and its sender thread
+    may record at the same moment, and two writers of one temporary file could interleave into
+    a count neither meant. With one each, the later replace wins, and either count is a true
+    prefix (at worst some rows are replayed, which ingest absorbs)."""
+    ack = _ack_path(path)
+    tmp = ack.with_name(f"{ack.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     tmp.write_text(str(count))
-    os.replace(tmp, _ack_path(path))
+    os.replace(tmp, ack)
 
 
 def acked(path: Path) -> int:

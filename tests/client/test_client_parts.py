@@ -4,6 +4,7 @@ rollout capture degrades when TRL's internals are not what it reads."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -58,3 +59,33 @@ def test_changed_trl_internals_mean_metrics_only_with_one_warning(
             deck._capture(step)
     warnings = [r for r in caplog.records if "metrics only" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_two_writers_recording_acknowledgements_at_once_never_corrupt_the_count(
+        tmp_path: Path) -> None:
+    """A dying child's last words and its sender thread may both record at once."""
+    import threading
+
+    from grpodeck.client import spool
+
+    path = tmp_path / "metrics.jsonl"
+    spool.append(path, [{"step": s, "metrics": {"loss": 0.0}} for s in range(1, 1001)])
+    counts = (7, 1000)
+    errors: list[BaseException] = []
+
+    def writer(count: int) -> None:
+        try:
+            for _ in range(2_000):
+                spool.mark_acked(path, count)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(c,)) for c in counts]
+    for thread in threads:
+        thread.start()
+    seen = set()
+    while any(t.is_alive() for t in threads):
+        seen.add(spool.acked(path))
+    for thread in threads:
+        thread.join()
+    assert errors == [] and seen <= {0, *counts}, (errors, seen - {0, *counts})
