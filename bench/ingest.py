@@ -6,8 +6,9 @@ Usage: python bench/ingest.py [--steps 2000] [--single-steps 300] [--repeats 1]
 Every contender logs the same N steps x 25 metrics (the metric names a TRL GRPO run logs):
 
 - GRPO Deck: a real uvicorn (``python -m app.cli serve``) on a fresh, migrated database, one
-  claimed run, fed over HTTP by one client the way the worker's reporter does: batches of 20
-  steps (the worker) and, separately, one step per request (a script logging each step).
+  claimed run, fed over HTTP by one client in fixed batches of 20 steps and, separately, one
+  step per request; and "via Sender": through the client's background ``Sender`` that the
+  worker's reporter and ``DeckCallback`` both use, timed until it delivered everything.
   Its time includes the server's commit of every batch (the reply comes after it).
 - trackio (in-process, local SQLite), MLflow (``sqlite:///`` tracking store) and W&B in offline
   mode, each timed from ``init`` to ``finish`` so their background flushes count.
@@ -153,6 +154,28 @@ def deck(server: DeckServer, data: list[dict[str, float]], batch: int) -> tuple[
     return elapsed, _cpu_seconds(server.server.pid) - cpu
 
 
+def deck_sender(server: DeckServer, data: list[dict[str, float]]) -> tuple[float, float]:
+    """(seconds, server CPU seconds) from the first row handed to the client's background
+    ``Sender`` (what the worker's reporter and ``DeckCallback`` use, batch_rows=20 as the
+    worker sets it) until it has delivered every row: the batches are whatever accumulated
+    while the previous POST was in flight (up to 500 rows), as in a real run."""
+    from grpodeck.client.sender import Sender, Target
+
+    run_id, token = server.new_run()
+    sender = Sender(Target(server.url, run_id, token), server.tmp / f"spool-{run_id}.jsonl",
+                    flush_seconds=2.0, batch_rows=BATCH, queue_size=len(data) + 1)
+    cpu = _cpu_seconds(server.server.pid)
+    start = time.perf_counter()
+    sender.start()
+    for step, metrics in enumerate(data, 1):
+        sender.put_rows([{"step": step, "metrics": metrics}])
+    delivered = sender.close(deadline=600)
+    elapsed = time.perf_counter() - start
+    sender.shutdown()
+    assert delivered and sender.state.rows_delivered == len(data), sender.state
+    return elapsed, _cpu_seconds(server.server.pid) - cpu
+
+
 # ---- the other trackers, in-process ---------------------------------------------------------
 
 
@@ -241,6 +264,10 @@ def main() -> None:
                     key = f"deck {backend} batch {batch}"
                     results.setdefault(key, []).append(len(d) * per_point / seconds)
                     cpu_us.setdefault(key, []).append(cpu / (len(d) * per_point) * 1e6)
+                seconds, cpu = deck_sender(server, data)
+                key = f"deck {backend} via Sender"
+                results.setdefault(key, []).append(len(data) * per_point / seconds)
+                cpu_us.setdefault(key, []).append(cpu / (len(data) * per_point) * 1e6)
             for name, fn in TRACKERS.items():
                 if name not in skip:
                     results.setdefault(name, []).append(len(data) * per_point / fn(data))

@@ -40,14 +40,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from grpodeck.client import spool
-from grpodeck.contract.wire import FinishedIn, IngestReply, MetricBatch, MetricRow, RolloutStep
+from grpodeck.contract.wire import FinishedIn, IngestReply, MetricRow, RolloutStep
 
 log = logging.getLogger("grpodeck.client")
 
 ROWS_PER_POST = 500
+_ROWS = TypeAdapter(list[MetricRow])  # the server's model over a whole batch of spooled lines
 ROLLOUTS_PER_POST = 5  # captured steps per POST (and this many waiting trigger a post)
 MAX_ROLLOUT_STEPS = 20  # captured steps kept while the server is away (oldest dropped)
 RUN_OVER = (401, 404, 409)  # the server no longer takes reports for this run
@@ -56,6 +57,14 @@ MAX_BACKOFF = 30.0
 CLOSING_RETRY = 2.0  # while closing, a failed post is retried at least this often
 
 OK, REFUSED, FAILED, OVER = "ok", "refused", "failed", "over"
+
+
+def _loads(line: bytes) -> Any:
+    """One spooled line, or None when it is not JSON (dropped like any row the wire refuses)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -248,22 +257,30 @@ class Sender(threading.Thread):
             spool.mark_acked(self.spool_path, self._acked_lines)
         self.state.rollout_steps.clear()
 
-    def _unsent(self) -> tuple[list[Any], list[int]]:
-        """Up to ROWS_PER_POST unacknowledged rows and the byte length of each one's line (a
-        line that is not JSON comes back as None: dropped like any row the wire refuses)."""
-        rows: list[Any] = []
-        sizes: list[int] = []
+    def _unsent(self) -> tuple[list[bytes], list[int]]:
+        """Up to ROWS_PER_POST unacknowledged lines of the spool, as written, and the byte
+        length of each."""
+        lines: list[bytes] = []
         with self._spool_lock, self.spool_path.open("rb") as fh:
             fh.seek(self._offset)
             for line in fh:
-                if not line.endswith(b"\n") or len(rows) >= ROWS_PER_POST:
+                if not line.endswith(b"\n") or len(lines) >= ROWS_PER_POST:
                     break
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    rows.append(None)
-                sizes.append(len(line))
-        return rows, sizes
+                lines.append(line)
+        return lines, [len(line) for line in lines]
+
+    def _rows_json(self, lines: list[bytes]) -> tuple[bytes, int]:
+        """The rows as the body's JSON array, and how many. The spooled lines are sent as they
+        were written once the server's own model accepts all of them in one pass (parsed and
+        checked in pydantic-core, no Python object per row); otherwise each line is checked and
+        only the rows it accepts are sent."""
+        joined = b"[" + b",".join(lines) + b"]"
+        try:
+            _ROWS.validate_json(joined)
+            return joined, len(lines)
+        except ValidationError:
+            good = self._valid(MetricRow, [_loads(line) for line in lines], "rows")
+            return json.dumps([r.model_dump(mode="json") for r in good]).encode(), len(good)
 
     def _valid(self, model: type[BaseModel], items: list[Any], what: str) -> list[Any]:
         """The items the server's own model accepts; the others are dropped with a warning."""
@@ -282,18 +299,22 @@ class Sender(threading.Thread):
     def _post_all(self) -> bool:
         """Post every unacknowledged row (an empty batch is the heartbeat). False on failure."""
         while not self._stopped.is_set():
-            rows, sizes = self._unsent()
+            lines, sizes = self._unsent()
             rollouts = self.state.rollout_steps[:ROLLOUTS_PER_POST]
-            body = MetricBatch(rows=self._valid(MetricRow, rows, "rows"),
-                               rollouts=self._valid(RolloutStep, rollouts, "rollout steps"))
-            if rows and not body.rows and not body.rollouts:
+            rows_json, n_rows = self._rows_json(lines)
+            steps = self._valid(RolloutStep, rollouts, "rollout steps")
+            if lines and not n_rows and not steps:
                 outcome = REFUSED  # nothing left worth a round trip
             else:
-                outcome = self._post(body)
+                body = b'{"rows":' + rows_json
+                if steps:
+                    body += b',"rollouts":' + json.dumps(
+                        [step.model_dump(mode="json") for step in steps]).encode()
+                outcome = self._post(body + b"}", n_rows)
             if outcome in (FAILED, OVER):
                 return False
             self._acked(sizes, len(rollouts), delivered=outcome == OK)
-            if len(rows) < ROWS_PER_POST and not self.state.rollout_steps:
+            if len(lines) < ROWS_PER_POST and not self.state.rollout_steps:
                 return True
         return False
 
@@ -308,11 +329,10 @@ class Sender(threading.Thread):
         if delivered:
             self.state.rows_delivered += len(sizes)
 
-    def _post(self, body: MetricBatch) -> str:
-        exclude = None if body.rollouts else {"rollouts"}
+    def _post(self, body: bytes, n_rows: int) -> str:
         try:
-            response = self._http.post(f"/api/runs/{self.target.run_id}/metrics",
-                                       json=body.model_dump(mode="json", exclude=exclude))
+            response = self._http.post(f"/api/runs/{self.target.run_id}/metrics", content=body,
+                                       headers={"Content-Type": "application/json"})
         except httpx.HTTPError as exc:
             return self._failed(str(exc) or type(exc).__name__)
         status = response.status_code
@@ -326,8 +346,8 @@ class Sender(threading.Thread):
         self._back()
         if status >= 400:  # refused for good: resending would fail forever
             log.warning("grpodeck: the server refused %d rows (HTTP %d: %s); dropping them",
-                        len(body.rows), status, response.text[:200])
-            self.state.rows_dropped += len(body.rows)
+                        n_rows, status, response.text[:200])
+            self.state.rows_dropped += n_rows
             return REFUSED
         self._reply(response)
         return OK
