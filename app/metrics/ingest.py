@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -18,20 +19,29 @@ from app.metrics.names import Row
 from app.runs.models import Run
 
 
-def _point(run_id: int, step: int, name: str, value: float) -> dict[str, object]:
-    finite = math.isfinite(value)
-    return {"run_id": run_id, "step": step, "name": name[:200],
-            "value": value if finite else None, "raw": None if finite else repr(value)}
+class Point(NamedTuple):
+    """One stored value, in the column order of ``metric_points`` (the driver takes it as is)."""
+
+    run_id: int
+    name: str
+    step: int
+    value: float | None  # None when not finite; ``raw`` then says which
+    raw: str | None
 
 
-def to_points(run_id: int, rows: Sequence[Row]) -> list[dict[str, object]]:
-    """Flatten normalised rows (``names.normalize_row``) to point dicts; a later row for the
-    same (step, name) wins."""
-    merged: dict[tuple[int, str], dict[str, object]] = {}
+def to_points(run_id: int, rows: Sequence[Row]) -> list[Point]:
+    """Flatten normalised rows (``names.normalize_row``) to points in key order (name, step);
+    a later row for the same (step, name) wins. Key order: SQLite's B-tree then appends along
+    each metric instead of hopping between 25 of them per step (measured ~20-40 % less insert
+    time)."""
+    merged: dict[tuple[str, int], Point] = {}
+    isfinite = math.isfinite
     for step, metrics in rows:
         for name, value in metrics.items():
-            merged[(step, name)] = _point(run_id, step, name, value)
-    return list(merged.values())
+            name = name[:200]
+            merged[(name, step)] = (Point(run_id, name, step, value, None) if isfinite(value)
+                                    else Point(run_id, name, step, None, repr(value)))
+    return [merged[key] for key in sorted(merged)]
 
 
 # Hand-written SQL on the driver's fast paths (the ORM's bulk insert spent ~10 us per point
@@ -55,7 +65,7 @@ _PG_FROM_STAGE = (
     "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, raw = EXCLUDED.raw")
 
 
-def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
+def upsert_points(db: Session, points: list[Point]) -> None:
     """Insert or overwrite points by (run, name, step) in one driver call per batch.
 
     Points must be unique by that key (``to_points`` merges repeats): PostgreSQL refuses to
@@ -63,24 +73,24 @@ def upsert_points(db: Session, points: list[dict[str, object]]) -> None:
     if not points:
         return
     connection = db.connection()
-    rows = [(p["run_id"], p["name"], p["step"], p["value"], p["raw"]) for p in points]
     if connection.dialect.name != "postgresql":
-        connection.exec_driver_sql(_SQLITE_UPSERT, rows)
-    elif len(rows) < _PG_COPY_FROM:
-        columns = [list(c) for c in zip(*rows, strict=True)]
+        connection.exec_driver_sql(_SQLITE_UPSERT, points)
+    elif len(points) < _PG_COPY_FROM:
+        columns = [list(c) for c in zip(*points, strict=True)]
         connection.exec_driver_sql(_PG_UPSERT, tuple(columns))
     else:
-        _pg_copy(connection, rows)
-    for run_id in {r[0] for r in rows}:
-        mine = [r for r in rows if r[0] == run_id] if len({r[0] for r in rows}) > 1 else rows
-        steps = [r[2] for r in mine]
-        rollups.refresh(db, run_id, {r[1] for r in mine}, min(steps), max(steps), range(1, 2))
+        _pg_copy(connection, points)
+    runs = {p.run_id for p in points}
+    for run_id in runs:
+        mine = points if len(runs) == 1 else [p for p in points if p.run_id == run_id]
+        lo, hi = min(p.step for p in mine), max(p.step for p in mine)
+        rollups.refresh(db, run_id, {p.name for p in mine}, lo, hi, range(1, 2))
         run = db.get(Run, run_id)
         if run is not None:
-            rollups.note_stale(run, min(steps), max(steps))
+            rollups.note_stale(run, lo, hi)
 
 
-def _pg_copy(connection: Connection, rows: list[tuple[object, ...]]) -> None:
+def _pg_copy(connection: Connection, rows: list[Point]) -> None:
     """COPY into a per-session temporary table, then one set-based upsert from it."""
     connection.exec_driver_sql(_PG_STAGE)
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
