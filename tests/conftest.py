@@ -20,9 +20,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import settings
 from alembic import command
 from alembic.config import Config
+from hypothesis import settings
 
 from app.core import config as config_module
 from app.core import db as db_module
