@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from tests.integration.conftest import live_stack
 from tests.stack import Stack
 
 SCRIPT = Path(__file__).with_name("train_script.py")
+CLIENT_TIMEOUT_S = 5.0  # train_script.py's DeckCallback timeout
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,10 @@ STEPS = 120  # enough that steps run before, during and (under load too) after t
 def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
         deck: Stack, model_dir: str, tmp_path: Path) -> None:
     """The web app frozen (SIGSTOP: connections hang, the worst case for a waiting client) for
-    10 s, then killed and restarted: rows arrive exactly once and step times do not stretch."""
+    10 s, then killed and restarted: rows arrive exactly once, and no step waited on the frozen
+    server (a step that did would last the client's whole request timeout, or until the
+    server thawed: 5 s at least, where a step here takes well under that even on a loaded
+    machine; a bound on the step time itself failed on load, not on the code)."""
     times = tmp_path / "times.jsonl"
     proc = start_script(deck, model_dir, tmp_path / "out", "outage", STEPS, "--times", str(times))
     try:
@@ -156,8 +159,7 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     normal = [g for g, t in gaps if not start <= t <= end]
     assert len(during) >= 3, "the outage must cover several steps"
     assert len(normal) >= 3, "steps outside the outage are the baseline"
-    # a step that waited on the frozen server would take the client's 5 s timeout
-    assert max(during) < max(2.0, 3 * statistics.median(normal)), (during, normal)
+    assert max(during) < CLIENT_TIMEOUT_S, (during, normal)
 
 
 def test_the_callback_works_next_to_trackio_in_the_same_script(

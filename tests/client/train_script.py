@@ -38,6 +38,9 @@ class StepTimes(TrainerCallback):
             fh.write(json.dumps({"step": state.global_step, "t": time.monotonic()}) + "\n")
 
 
+CLIENT_TIMEOUT_S = 5.0  # a request to a frozen server hangs this long (the outage test's yardstick)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     for flag in ("--model", "--url", "--name", "--out"):
@@ -56,7 +59,8 @@ def main() -> None:
                         num_generations=4, max_completion_length=16, logging_steps=1,
                         learning_rate=1e-4, save_strategy="no", report_to=report_to,
                         disable_tqdm=True, use_cpu=True, seed=0)
-    deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail)
+    deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail,
+                        timeout=CLIENT_TIMEOUT_S)
     callbacks = [deck] + ([StepTimes(Path(a.times))] if a.times else [])
     reward = constant_reward if a.guard_rail else length_reward
     trainer = GRPOTrainer(model=a.model, reward_funcs=reward, args=config,
