@@ -55,7 +55,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
         "reward-hacking", "Reward hacking demo",
         "The third experiment: train on a proxy that can be gamed (exactly one fenced code "
         "block, whatever it holds) while the unit tests, at weight 0, only watch: the true "
-        "objective. Expect the training reward up and the objective flat or down.",
+        "objective, drawn against the training reward on one chart. Hacking shows as the "
+        "training reward rising while the objective stays flat or falls, and is flagged as "
+        "reward_hacking. (On SmolLM2-135M over these 40 CPU steps both rose together: the "
+        "proxy taught the format the tests also need; longer runs are where it can diverge.)",
         {"name": "reward-hacking-demo", "model": _MODEL, "dataset": "builtin:easy-python",
          "rewards": [{"name": "code_block_count", "weight": 1.0, "params": {"count": 1}},
                      _unit_tests(0.0)],
