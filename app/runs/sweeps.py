@@ -57,17 +57,20 @@ class SweepOut(BaseModel):
 
 def variants(base: RunSpec, values: list[int]) -> list[RunSpec]:
     """One spec per group size, each validated; a 422 naming the value that cannot run. A batch
-    size set in the base spec is dropped (each run then steps one group): a fixed batch would
-    rarely hold whole groups of every size."""
+    size set in the base spec is kept when it holds whole groups of every size (16 for 2, 8 and
+    16: every run then sees as many completions per step, and the zero-spread shares compare
+    like for like); otherwise it is dropped and each run steps one group."""
     if len(set(values)) != len(values):
         raise HTTPException(422, "num_generations: each value once (got "
                                  f"{', '.join(map(str, values))})")
     data = base.model_dump(mode="json")
+    batch = base.per_device_train_batch_size
+    keep = batch if batch is not None and all(batch % g == 0 for g in values) else None
     specs = []
     for g in values:
         try:
             specs.append(RunSpec.model_validate({
-                **data, "num_generations": g, "per_device_train_batch_size": None,
+                **data, "num_generations": g, "per_device_train_batch_size": keep,
                 "name": f"{base.name} G={g}"[:120]}))
         except ValidationError as exc:
             reasons = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())

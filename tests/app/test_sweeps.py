@@ -31,6 +31,10 @@ def test_sweep_launches_one_run_per_group_size(client: TestClient) -> None:
         assert [r.spec["num_generations"] for r in runs] == [2, 8, 16]
         assert [r.spec["per_device_train_batch_size"] for r in runs] == [None] * 3
         assert [r.name for r in runs] == ["sw G=2", "sw G=8", "sw G=16"]
+    kept = sweep(client, [2, 8, 16], per_device_train_batch_size=16)  # whole groups of each
+    with get_sessionmaker()() as db:
+        assert [db.get(Run, r["id"]).spec["per_device_train_batch_size"]
+                for r in kept["runs"]] == [16] * 3
 
 
 def test_the_sweep_preset_sweeps(client: TestClient) -> None:
