@@ -109,6 +109,7 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
                 if not math.isfinite(v)]
     layout = {**PLAIN_LAYOUT, "title": {"text": metric, "font": {"size": 14}, "x": 0.02,
                                         "xanchor": "left"},
+              "margin": {**PLAIN_LAYOUT["margin"], "t": 36},  # room for the title
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,
                                                    "font": {"size": 10}}}
     if bad:
