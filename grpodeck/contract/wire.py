@@ -94,7 +94,10 @@ class ClaimOut(ControlOut):
 _TYPED_SPEC_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_completion_length": int, "num_generations": int, "logging_steps": int,
     "max_steps": int, "beta": (int, float), "stop_on_critical": bool}
-SpecValue = float | int | bool | Text(4_000) | list[float | int | bool | Text(1_000) | None] | None
+# Finite only: the spec is stored as JSON, which has no NaN/inf (PostgreSQL refuses the token)
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+SpecValue = (FiniteFloat | int | bool | Text(4_000)
+             | list[FiniteFloat | int | bool | Text(1_000) | None] | None)
 
 
 def _typed_spec(spec: dict[str, SpecValue]) -> dict[str, SpecValue]:

@@ -67,3 +67,15 @@ def test_bad_bodies_are_422s_that_name_the_field(client: TestClient) -> None:
     assert "spec" in _refusal(client, {**BODY, "spec": {f"k{i}": i for i in range(1_001)}})
     with get_sessionmaker()() as db:
         assert db.query(Run).count() == 0
+
+
+def test_a_non_finite_number_in_the_spec_is_refused_not_a_500(client: TestClient) -> None:
+    """Found by the API fuzzer: NaN in an outside run's spec reached PostgreSQL's JSON column
+    (which has no NaN) as a 500. The client sends non-finite config values as text."""
+    for bad in ('{"lr": NaN}', '{"lr": Infinity}', '{"betas": [0.9, -Infinity]}'):
+        body = '{"source": "external", "name": "nan-spec", "spec": ' + bad + "}"
+        reply = client.post("/api/runs", content=body,
+                            headers={"Content-Type": "application/json"})
+        assert reply.status_code == 422, (bad, reply.text)
+        assert reply.json()["detail"][0]["loc"][:2] == ["body", "spec"], reply.text
+    assert [r for r in client.get("/api/runs").json() if r["name"] == "nan-spec"] == []
