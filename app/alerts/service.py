@@ -96,8 +96,9 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
         return
     rules = rules_of(run.spec)
     if not lifecycle.is_live(run):
-        found = _found_at_end(db, run, stored, rules, now)
-        _notify(db, run, [*resolve_ended(db, run, now), *found], now)
+        current = open_alerts(db, run.id)
+        found = _found_at_end(db, run, stored, rules, current, now)
+        _notify(db, run, [*resolve_ended(run, current, now), *found], now)
         return
     current = open_alerts(db, run.id) if stored.changes or stored.active else {}
     events: list[Event] = []
@@ -130,11 +131,10 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
 
 
 def _found_at_end(db: Session, run: Run, stored: Stored, rules: AlertRules,
-                  now: datetime) -> list[Event]:
+                  current: dict[tuple[str, str], Alert], now: datetime) -> list[Event]:
     """Findings first confirmed by the evaluation at the run's end (a short run, or a problem
     only the final steps made certain): the person who launched it still hears, once, as
     ``found_at_end`` on an alert that is already resolved: the condition is not ongoing."""
-    current = open_alerts(db, run.id)
     events: list[Event] = []
     for change in stored.changes:
         record = change.record
@@ -152,10 +152,11 @@ def _found_at_end(db: Session, run: Run, stored: Stored, rules: AlertRules,
     return events
 
 
-def resolve_ended(db: Session, run: Run, now: datetime) -> list[Event]:
-    """A run that ended has no ongoing condition: its alerts resolve, except ``lost``."""
+def resolve_ended(run: Run, current: dict[tuple[str, str], Alert], now: datetime
+                  ) -> list[Event]:
+    """A run that ended has no ongoing condition: its open alerts resolve, except ``lost``."""
     return [_resolve(alert, now, f"run {run.status}")
-            for alert in open_alerts(db, run.id).values() if alert.category != LOST]
+            for alert in current.values() if alert.category != LOST]
 
 
 def run_lost(db: Session, run: Run, reason: str, now: datetime | None = None) -> None:

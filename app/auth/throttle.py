@@ -65,6 +65,5 @@ def failed(email: str, address: str | None) -> None:
 
 def reset() -> None:
     """Forget every count (tests; an operator can restart the web app for the same effect)."""
-    for limits in {_current()}:
-        limits.limiter.storage.reset()
+    _current().limiter.storage.reset()
     _limits.cache_clear()

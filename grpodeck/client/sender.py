@@ -165,7 +165,7 @@ class Sender(threading.Thread):
 
     def pending(self) -> int:
         """Spooled rows the server has not acknowledged."""
-        return len(spool.unacked(self.spool_path, start=self._acked_lines))
+        return self._spooled_lines - self._acked_lines
 
     def _wake(self) -> None:
         try:

@@ -34,6 +34,14 @@ def _unit_tests(weight: float) -> dict[str, Any]:
     return {"name": "unit_tests", "weight": weight, "params": {"partial": True}}
 
 
+def _unit_tests_run(name: str, num_generations: int) -> dict[str, Any]:
+    """The second experiment's spec (a fresh copy); the sweep runs it at each group size."""
+    return {"name": name, "model": _MODEL, "dataset": "builtin:easy-python",
+            "eval_split": "test", "rewards": [_unit_tests(1.0)],
+            "num_generations": num_generations, "max_steps": 30,
+            "max_completion_length": _CODE_COMPLETION, "temperature": 0.9}
+
+
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset(
         "length-20", "Length 20",
@@ -47,9 +55,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
         "unit-tests", "Unit tests on easy-python",
         "The second experiment: write one Python function, rewarded by the share of its unit "
         "tests that pass in the sandbox; held-out problems evaluated on the test split.",
-        {"name": "unit-tests-easy-python", "model": _MODEL, "dataset": "builtin:easy-python",
-         "eval_split": "test", "rewards": [_unit_tests(1.0)], "num_generations": 8,
-         "max_steps": 30, "max_completion_length": _CODE_COMPLETION, "temperature": 0.9},
+        _unit_tests_run("unit-tests-easy-python", 8),
     ),
     Preset(
         "reward-hacking", "Reward hacking demo",
@@ -69,9 +75,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
         "group-size-sweep", "Group size sweep",
         "The second experiment across group sizes 2, 8 and 16: the same unit-tests run once per "
         "group size (the form fills the first; POST /api/sweeps launches all three).",
-        {"name": "group-size-sweep", "model": _MODEL, "dataset": "builtin:easy-python",
-         "eval_split": "test", "rewards": [_unit_tests(1.0)], "num_generations": 2,
-         "max_steps": 30, "max_completion_length": _CODE_COMPLETION, "temperature": 0.9},
+        _unit_tests_run("group-size-sweep", 2),
         sweep={"num_generations": [2, 8, 16]},
     ),
 ]}
