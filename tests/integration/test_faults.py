@@ -26,7 +26,7 @@ FAULT_ENV = {"GRPODECK_LOST_AFTER_SECONDS": "15", "GRPODECK_LOST_CHECK_SECONDS":
 TINY = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
         "num_generations": 4, "max_completion_length": 8, "logging_steps": 1,
         "rewards": [{"name": "length_target", "params": {"target": 20}}]}
-OUTAGE_S = 25
+OUTAGE_S = 30  # the web app down for half a minute (the brief's hostile probe)
 
 
 @pytest.fixture(scope="module", params=["embedded", "postgres-redis"])
