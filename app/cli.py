@@ -52,8 +52,12 @@ def worker_command(concurrency: int = 1) -> list[str]:
 
 @cli.command()
 def worker(concurrency: int = 1) -> None:
-    """Run a Celery worker that trains queued runs (one run per process)."""
-    raise typer.Exit(subprocess.call(worker_command(concurrency)))
+    """Run a Celery worker that trains queued runs (one run per process). Celery replaces this
+    process (exec) rather than running under it: in a container it is then PID 1 and gets
+    `docker stop`'s SIGTERM (a warm shutdown), where a Python parent would ignore it (PID 1 has
+    no default handlers) until SIGKILL, or die alone and leave Celery running."""
+    command = worker_command(concurrency)
+    os.execv(command[0], command)
 
 
 def scheduler_command() -> list[str]:

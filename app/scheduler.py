@@ -57,7 +57,7 @@ def run(stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     settings = get_settings()
     sender = Sender()
-    web = WebWatch(settings.web_health_url or settings.public_url)
+    web = WebWatch(settings.web_health_url or settings.worker_report_url)
     next_check = time.monotonic() + settings.lost_check_seconds
     log.info("scheduler %s: sending alerts every %.1fs, lost-run check every %.0fs",
              sender.name, settings.alert_poll_seconds, settings.lost_check_seconds)

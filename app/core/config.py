@@ -33,8 +33,13 @@ class Settings(BaseSettings):
     queue: str = DEFAULT_QUEUE
     public_url: str = Field(
         "http://127.0.0.1:8000",
-        description="where workers reach the web app to report metrics (no DB credentials needed)",
+        description="the address people open: the base of links in alert messages and CLI output, "
+        "and https here marks session cookies Secure",
     )
+    report_url: str | None = Field(
+        None, description="where workers reach the web app (claim, metrics, end of run; no DB "
+        "credentials needed), sent in each task message; defaults to public_url. In compose it is "
+        "the internal http://web:8000 while public_url is what browsers open")
     datasets_dir: Path = Field(
         VAR / "datasets", description="the only place local .json/.jsonl datasets are read from; "
         "uploads are stored here")
@@ -81,7 +86,7 @@ class Settings(BaseSettings):
         "report) for this long, or 3x its usual report interval if longer, is failed as lost")
     web_health_url: str | None = Field(
         None, description="where the scheduler checks that the web app answers (the lost-run "
-        "check pauses while it does not); defaults to public_url")
+        "check pauses while it does not); defaults to the workers' report URL")
     alert_urls: str = Field(
         "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
         "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")
@@ -97,6 +102,12 @@ class Settings(BaseSettings):
     alert_digest_runs: int = Field(
         3, description="due messages for this many runs or more to one destination go as one "
         "digest")
+
+    @property
+    def worker_report_url(self) -> str:
+        """The base URL put in task messages: the two differ when workers sit on an internal
+        network (compose) and people reach the app through a proxy or a public name."""
+        return self.report_url or self.public_url
 
 
 @lru_cache

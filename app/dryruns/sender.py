@@ -27,6 +27,6 @@ def send(dry_run_id: int, spec: dict[str, Any], ticket: str, prompts: int) -> st
     settings = get_settings()
     result = _client(settings.broker_url).send_task(
         TASK, kwargs={"dry_run_id": dry_run_id, "spec": spec, "prompts": prompts,
-                      "report_url": settings.public_url, "ticket": ticket},
+                      "report_url": settings.worker_report_url, "ticket": ticket},
         queue=settings.queue)
     return result.id

@@ -29,7 +29,7 @@ def enqueue(run: Run, ticket: str) -> str:
     """Send the run to the worker queue; returns the Celery task id. The message carries a
     single-use claim ticket, never the run's token."""
     settings = get_settings()
-    kwargs = TrainRunKwargs(run_id=run.id, spec=run.spec, report_url=settings.public_url,
+    kwargs = TrainRunKwargs(run_id=run.id, spec=run.spec, report_url=settings.worker_report_url,
                             ticket=ticket)
     result = sender(settings.broker_url, settings.queue).send_task(
         TRAIN_RUN, kwargs=dict(kwargs), queue=settings.queue)
