@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from app.diagnostics.detector import COMPONENTS, Detector
+from app.diagnostics.model import Diagnosis
 
 UNKNOWN = "unknown"  # the verdict when no reward metric was read and nothing is wrong
 REWARD_METRICS = ("reward", COMPONENTS)  # total reward, or any train reward component
@@ -23,10 +24,19 @@ def has_reward(names: Iterable[str]) -> bool:
     return any(n == r or ("*" in r and fnmatchcase(n, r)) for n in names for r in REWARD_METRICS)
 
 
+def reward_read(diagnosis: Diagnosis) -> bool:
+    """False only when the diagnosis knows its coverage and no reward metric is in it (one
+    built from findings alone, as tests do, says nothing about what was read)."""
+    known = bool(diagnosis.metrics or diagnosis.unchecked)
+    return has_reward(diagnosis.metrics) or not known
+
+
 def unchecked(detectors: Iterable[Detector], names: Iterable[str]) -> dict[str, str]:
-    """{check name: the metric it needs} for every check none of whose needs was read."""
+    """{check name: the metric it needs} for every check none of whose needs was read
+    (a bare function standing in for a detector, as tests plant, declares nothing)."""
     read = frozenset(names)
-    return {d.name: " or ".join(d.required) for d in detectors if not d.can_check(read)}
+    return {d.name: " or ".join(d.required) for d in detectors
+            if isinstance(d, Detector) and not d.can_check(read)}
 
 
 def reason(keys: Iterable[str]) -> str:

@@ -17,7 +17,10 @@ def to_json_dict(diagnosis: Diagnosis) -> dict:
 
 
 def coverage_lines(diagnosis: Diagnosis) -> list[str]:
-    """"checked: ...; could not check: ..." (and why the verdict is unknown, when it is)."""
+    """"checked: ...; could not check: ..." (and why the verdict is unknown, when it is);
+    nothing for a diagnosis built from findings alone, which knows no coverage."""
+    if not (diagnosis.metrics or diagnosis.unchecked or diagnosis.reason):
+        return []
     missing = "; ".join(f"{check} (needs {metric})"
                         for check, metric in sorted(diagnosis.unchecked.items()))
     lines = [f"Checked: {', '.join(diagnosis.metrics) or 'nothing (no known metric read)'}",
