@@ -23,8 +23,8 @@ NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)"
 # ``np.float64(0.5)``, ``tensor(0.5)``, ``tensor(0.5, device='cuda:0')`` print around a number
 PAIR = re.compile(
     r"(?<![\w/@.\-])(?P<key>[A-Za-z_][\w/@.\-]*?)\s*[:=]\s*"
-    r"(?:(?:np\.)?(?:float|int)\d*\(|tensor\()?(?P<value>" + NUMBER + r")"
-    r"(?:,[^)]*)?\)?(?=$|[\s,;|)\]}])", re.IGNORECASE)
+    r"(?P<wrap>(?:np\.)?(?:float|int)\d*\(|tensor\()?(?P<value>" + NUMBER + r")"
+    r"(?(wrap)(?:,[^)]*)?\)|)(?=$|[\s,;|)\]}])", re.IGNORECASE)
 BARE_STEP = re.compile(r"\b(?:global[_ ]step|step|iter(?:ation)?)\s+(\d+)\b", re.IGNORECASE)
 STEP_KEYS = frozenset({"step", "global_step", "iter", "iteration", "train/global_step"})
 VERL_LINE = re.compile(r"^step:\d+ - [^\s:]+:")
