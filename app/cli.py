@@ -124,37 +124,62 @@ def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashbo
     typer.echo(f"run {body['id']} {body['status']}: {base}{body['url']}")
 
 
+MapOption = Annotated[list[str] | None, typer.Option(
+    "--map", help="LOG_KEY=NAME: read a log key as a known metric (e.g. Reward=reward, "
+                  "KL_ref=kl); repeatable")]
+EXIT_UNKNOWN = 3  # `diagnose` read no reward metric: nothing to call healthy
+
+
+def _mapping(items: list[str] | None) -> dict[str, str]:
+    from app.metrics.names import parse_mapping
+
+    try:
+        return parse_mapping(items or [])
+    except ValueError as exc:
+        typer.echo(f"error: --map {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 @cli.command()
 def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
              max_completion_length: Annotated[int | None, typer.Option(
-                 help="the run's max_completion_length, if known")] = None) -> None:
-    """Diagnose a training log (or a TRL output/checkpoint folder) without any server."""
+                 help="the run's max_completion_length, if known")] = None,
+             map_: MapOption = None) -> None:
+    """Diagnose a training log (or a TRL output/checkpoint folder) without any server.
+    Exit status: 0 diagnosed, 2 unreadable, 3 unknown (no reward metric was read)."""
     from app.diagnostics import RunContext
+    from app.diagnostics.coverage import UNKNOWN
     from app.diagnostics.report import format_text, to_json_dict
     from app.importers import LogFormatError
     from app.runs.imports import diagnose_path
 
+    mapping = _mapping(map_)
     try:
-        diagnosis = diagnose_path(path, RunContext(max_completion_length=max_completion_length))
+        diagnosis = diagnose_path(path, RunContext(max_completion_length=max_completion_length),
+                                  mapping)
     except (LogFormatError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(json.dumps(to_json_dict(diagnosis), indent=2) if as_json else format_text(diagnosis))
+    if diagnosis.verdict == UNKNOWN:
+        raise typer.Exit(EXIT_UNKNOWN)
 
 
 @cli.command("import")
-def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None
-               ) -> None:
+def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None,
+               map_: MapOption = None) -> None:
     """Store a training log as an imported run (charts and findings in the dashboard); a
-    trackio project (``$TRACKIO_DIR/<project>.db``) becomes one run per trackio run."""
+    trackio project (``$TRACKIO_DIR/<project>.db``) becomes one run per trackio run. A TRL
+    output folder's run is named after the folder and keeps its saved training arguments."""
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
     from app.runs.imports import import_path
 
+    mapping = _mapping(map_)
     migrate()
     with get_sessionmaker()() as db:
         try:
-            runs = import_path(db, path, name)
+            runs = import_path(db, path, name, mapping=mapping)
         except (LogFormatError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

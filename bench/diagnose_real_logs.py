@@ -1,4 +1,6 @@
-"""Diagnose the six real GRPO logs and compare with the README's reading.
+"""Diagnose the six real GRPO logs and compare with the README's reading; then the SIMULATED
+logs in other trainers' shapes (bench/simulated_logs.py: verl console, a hand-written loop,
+OpenRLHF), written to a temporary folder, against what their simulation put in them.
 
 Usage: python bench/diagnose_real_logs.py [LOG_DIR]   (default: ../shared/data/real-grpo-logs
 relative to the repo root). Exit code 1 when any file disagrees with its expectation.
@@ -12,7 +14,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import tempfile
+
 from app.runs.imports import diagnose_path as diagnose_file
+from bench.simulated_logs import write_all
+
+HAND_MAP = {"Reward": "reward", "KL_ref": "kl", "Loss": "loss"}
+# simulated file -> (what was simulated, key mapping, expected verdict, categories >= warning)
+SIMULATED = {
+    "verl_collapse.console.log": ("verl: score rises then collapses", None, "critical",
+                                  {"reward_collapse"}),
+    "handwritten_stalled.log": ("hand-written loop, unknown keys, no --map", None, "unknown",
+                                set()),
+    "openrlhf_length.jsonl": ("OpenRLHF: length grows 4x, reward flat", None, "warning",
+                              {"length_explosion", "stalled"}),
+}
+MAPPED_WHAT = "hand-written loop with --map Reward=reward KL_ref=kl Loss=loss: flat reward"
+SIMULATED_MAPPED = ("handwritten_stalled.log", (MAPPED_WHAT, HAND_MAP, "warning", {"stalled"}))
 
 # file -> (README reading, expected verdict, categories that must be >= warning,
 #          categories that must not be above info)
@@ -64,7 +82,26 @@ def main(argv: list[str]) -> int:
         print(f"   agree:  {'YES' if not problems else 'NO: ' + '; '.join(problems)}")
         bad += bool(problems)
     print(f"\n{len(EXPECT) - bad}/{len(EXPECT)} files agree with the README reading")
-    return 1 if bad else 0
+    return 1 if bad + simulated() else 0
+
+
+def simulated() -> int:
+    """Diagnose the simulated logs; the number that disagree with their simulation."""
+    bad = 0
+    cases = [*SIMULATED.items(), SIMULATED_MAPPED]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_all(Path(tmp))
+        for name, (what, mapping, verdict, must) in cases:
+            d = diagnose_file(paths[name], mapping=mapping)
+            warned = {f.category for f in d.findings if _RANK[f.severity] >= 1}
+            problems = ([f"verdict {d.verdict} != {verdict}"] if d.verdict != verdict else []) \
+                + ([f"missing {sorted(must - warned)}"] if must - warned else [])
+            print(f"== SIMULATED {name}\n   made:   {what}\n   ours:   {d.verdict.upper()} "
+                  f"{sorted(warned)}; read {len(d.metrics)} metrics, {len(d.unchecked)} checks "
+                  f"unchecked\n   agree:  {'YES' if not problems else 'NO: ' + '; '.join(problems)}")
+            bad += bool(problems)
+    print(f"{len(cases) - bad}/{len(cases)} simulated logs agree with their simulation")
+    return bad
 
 
 if __name__ == "__main__":

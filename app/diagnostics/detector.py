@@ -21,11 +21,16 @@ EVAL_COMPONENTS = "eval_rewards/*/mean"
 
 @dataclass(frozen=True)
 class Detector:
-    """``fn(view) -> findings``; ``reads`` are canonical metric names or ``*`` patterns."""
+    """``fn(view) -> findings``; ``reads`` are canonical metric names or ``*`` patterns.
+
+    ``needs``: the check runs only when at least one of these was read; empty means the
+    first of ``reads`` (the metric a detector cannot work without; later reads refine it).
+    A diagnosis lists every detector whose needs were not met as "could not check"."""
 
     name: str
     reads: tuple[str, ...]
     fn: Callable  # (View) -> list[Finding]
+    needs: tuple[str, ...] = ()
 
     def __call__(self, view) -> list[Finding]:
         return self.fn(view)
@@ -33,6 +38,17 @@ class Detector:
     def declares(self, metric: str) -> bool:
         """True when ``metric`` is one of the names or patterns this detector reads."""
         return any(metric == r or ("*" in r and fnmatchcase(metric, r)) for r in self.reads)
+
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Metrics of which one must have been read for this check to mean anything."""
+        return self.needs or self.reads[:1]
+
+    def can_check(self, names: frozenset[str] | set[str]) -> bool:
+        """True when some metric in ``names`` (canonical names read) meets ``required``."""
+        return any(n == r or ("*" in r and fnmatchcase(n, r)) for r in self.required
+                   for n in names)
 
 
 class UndeclaredMetric(KeyError):

@@ -57,10 +57,17 @@ class Finding:
 
 @dataclass
 class Diagnosis:
-    """Verdict plus findings; the verdict is the worst warning/critical severity present."""
+    """Verdict plus findings; the verdict is the worst warning/critical severity present.
+
+    Coverage: ``metrics`` are the canonical names the checks read, ``unchecked`` maps each
+    check that could not run to the metric it needs, and ``reason`` says why the verdict is
+    ``unknown`` (no reward metric read) when it is."""
 
     verdict: str
     findings: list[Finding]
+    metrics: list[str] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
+    reason: str | None = None
 
     @classmethod
     def from_findings(cls, findings: list[Finding]) -> Diagnosis:
@@ -75,7 +82,15 @@ class Diagnosis:
         return sorted({f.category for f in self.findings})
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings]}
+        return {"verdict": self.verdict, "findings": [f.to_dict() for f in self.findings],
+                "metrics": list(self.metrics), "unchecked": dict(self.unchecked),
+                "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Diagnosis:
+        """The inverse of ``to_dict``; a dict stored before coverage existed has none."""
+        return cls(d["verdict"], [Finding.from_dict(f) for f in d["findings"]],
+                   list(d.get("metrics") or []), dict(d.get("unchecked") or {}), d.get("reason"))
 
 
 @dataclass

@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
+from app.diagnostics import coverage
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors import DETECTORS
 from app.diagnostics.history import MetricHistory
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 MAX_COMPONENTS = 16  # bound the state even if a run logs many reward functions
+MAX_KEYS = 200  # keys remembered to explain an "unknown" verdict (bounded like the rest)
 INTERNAL_ERROR = "internal_error"  # category of the note a failing detector leaves
 ERROR_ACTION = "Report this run to the GRPO Deck maintainers (the server log has the traceback)"
 ERROR_TEXT_MAX = 200  # characters of the exception message kept in the note
@@ -92,12 +94,14 @@ def _values(raw: list) -> tuple[np.ndarray, np.ndarray]:
         return np.array([c if c is not None else 0.0 for c in conv], float), ok
 
 
-def _columns(rows: list[tuple[int, dict]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _columns(rows: list[tuple[int, dict]], seen: set[str] | None = None
+             ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per-metric (steps, values) arrays from rows, canonical names; new spellings win.
 
     Rows from one run share a key set, so the name mapping is planned once per key set and
     consecutive rows with the same plan are converted column-wise (the one-shot cost for
-    long runs). A step repeated within the batch keeps its last value.
+    long runs). A step repeated within the batch keeps its last value. ``seen`` collects
+    every key (canonical name) of the rows, read or not, up to ``MAX_KEYS``.
     """
     parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     plans: dict[tuple, tuple] = {}
@@ -107,6 +111,8 @@ def _columns(rows: list[tuple[int, dict]]) -> dict[str, tuple[np.ndarray, np.nda
         plan = plans.get(ks)
         if plan is None:
             plan = plans[ks] = _plan(ks)
+            if seen is not None and len(seen) < MAX_KEYS:
+                seen.update(canonical_name(k) for k in ks[:MAX_KEYS] if isinstance(k, str))
         j = i + 1
         while j < n and tuple(rows[j][1]) == ks:
             j += 1
@@ -137,6 +143,7 @@ class DiagnosticsState:
         self.context = context or RunContext()
         self.metrics: dict[str, MetricHistory] = {}
         self.first_seen: dict[str, int] = {}  # finding key -> first_step while present
+        self.keys: set[str] = set()  # every metric key seen, read or not (bounded)
         self.diagnosis = Diagnosis("healthy", [])
 
     @classmethod
@@ -157,7 +164,7 @@ class DiagnosticsState:
         run's batches cost between two evaluations."""
         if context is not None:
             self.context = context
-        for name, (steps, values) in _columns(rows).items():
+        for name, (steps, values) in _columns(rows, self.keys).items():
             h = self.metrics.get(name)
             if h is None:
                 if name.startswith(("rewards/", "eval_rewards/")) and sum(
@@ -179,7 +186,18 @@ class DiagnosticsState:
                 f.first_step = min(f.first_step, self.first_seen[key])
             seen[key] = f.first_step
         self.first_seen = seen
-        return Diagnosis.from_findings(findings)
+        return self._with_coverage(Diagnosis.from_findings(findings))
+
+    def _with_coverage(self, diagnosis: Diagnosis) -> Diagnosis:
+        """Add what was read and what could not be checked; without any reward metric a
+        diagnosis with nothing wrong is ``unknown``, never healthy (issue 23)."""
+        read = sorted(n for n, h in self.metrics.items() if h.first_step is not None)
+        diagnosis.metrics = read
+        diagnosis.unchecked = coverage.unchecked(DETECTORS, read)
+        if not coverage.has_reward(read) and diagnosis.verdict == "healthy":
+            diagnosis.verdict = coverage.UNKNOWN
+            diagnosis.reason = coverage.reason(self.keys)
+        return diagnosis
 
     def _run_isolated(self, det: Detector, view: View) -> list[Finding]:
         """One detector's findings; if it raises, an ``internal_error`` note instead.
@@ -206,7 +224,8 @@ class DiagnosticsState:
     def to_json(self) -> dict:
         return {"version": STATE_VERSION, "context": self.context.to_dict(),
                 "metrics": {k: h.to_json() for k, h in self.metrics.items()},
-                "first_seen": dict(self.first_seen), "diagnosis": self.diagnosis.to_dict()}
+                "first_seen": dict(self.first_seen), "keys": sorted(self.keys),
+                "diagnosis": self.diagnosis.to_dict()}
 
     @classmethod
     def from_json(cls, d: dict) -> DiagnosticsState:
@@ -215,8 +234,9 @@ class DiagnosticsState:
         st = cls(RunContext.from_dict(d.get("context")))
         st.metrics = {k: MetricHistory.from_json(v) for k, v in d.get("metrics", {}).items()}
         st.first_seen = {k: int(v) for k, v in d.get("first_seen", {}).items()}
+        st.keys = set(d.get("keys") or [])
         diag = d.get("diagnosis") or {"verdict": "healthy", "findings": []}
-        st.diagnosis = Diagnosis(diag["verdict"], [Finding.from_dict(f) for f in diag["findings"]])
+        st.diagnosis = Diagnosis.from_dict(diag)
         return st
 
 

@@ -6,25 +6,39 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter
+from sqlalchemy.orm import Session
 
 from app.core.db import SessionDep
-from app.health import stability
+from app.health import stability, state_cache
 from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.runs import lifecycle
 from app.runs.api import run_or_404
+from app.runs.models import Run
 
 router = APIRouter(prefix="/api/runs", tags=["findings"])
 
 
 @router.get("/{run_id}/findings")
 def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dict[str, Any]:
-    """Active findings, worst first; `include_resolved` adds ones that no longer hold."""
+    """Active findings, worst first; `include_resolved` adds ones that no longer hold.
+
+    Coverage: `metrics` are the canonical names the checks read, `unchecked` maps each check
+    that could not run to the metric it needs, `reason` says why the verdict is unknown."""
     run = run_or_404(db, run_id)
     records = findings_for(db, run_id, active_only=not include_resolved)
     verdict, words = stability.label(run.verdict, live=lifecycle.is_live(run))
     return {"run_id": run.id, "verdict": verdict, "verdict_text": words,
-            "findings": [r.to_dict() for r in sort_findings(records)]}
+            "findings": [r.to_dict() for r in sort_findings(records)], **coverage(db, run)}
+
+
+def coverage(db: Session, run: Run) -> dict[str, Any]:
+    """{metrics, unchecked, reason} of the run's latest diagnosis (empty before any data)."""
+    diagnosis = state_cache.current_diagnosis(db, run)
+    if diagnosis is None:
+        return {"metrics": [], "unchecked": {}, "reason": None}
+    return {"metrics": diagnosis.metrics, "unchecked": diagnosis.unchecked,
+            "reason": diagnosis.reason}
 
 
 def sort_findings(records: Sequence[FindingRecord]) -> list[FindingRecord]:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.alerts import service as alerts
 from app.diagnostics import Diagnosis, RunContext
+from app.diagnostics.coverage import reward_read
 from app.diagnostics.model import Finding
 from app.health import stability, state_cache
 from app.health.models import FindingChange, FindingRecord, Stored
@@ -103,7 +104,8 @@ def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_ste
         if shown_before != shown_after:
             changes.append(FindingChange(record, shown_before, shown_after))
     active = [r for r in existing.values() if r.active]
-    run.verdict = stability.verdict((r.severity for r in active), steps=step, live=live)
+    run.verdict = stability.verdict((r.severity for r in active), steps=step, live=live,
+                                    reward_read=reward_read(diagnosis))
     if changes:
         db.flush()  # ids for new records: alerts link to them
     return Stored(active, changes)

@@ -102,10 +102,11 @@ def advance(memory: Memory, raw: str | None, *, step: int, live: bool, new_steps
     return Memory(shown=shown, toward=toward, streak=streak, since_step=since)
 
 
-def verdict(shown: Iterable[str], *, steps: int, live: bool) -> str:
+def verdict(shown: Iterable[str], *, steps: int, live: bool, reward_read: bool = True) -> str:
     """The run's verdict from the severities shown: the worst warning/critical, else healthy,
     but never "healthy" before ``MIN_VERDICT_STEPS`` steps arrived ("waiting" while live,
-    "insufficient" once it ended)."""
+    "insufficient" once it ended), nor when no reward metric was read ("unknown": none of the
+    reward checks could run, issue 23)."""
     worst = max((severity_rank(s) for s in shown), default=-1)
     if worst >= severity_rank("critical"):
         return "critical"
@@ -113,11 +114,12 @@ def verdict(shown: Iterable[str], *, steps: int, live: bool) -> str:
         return "warning"
     if steps < MIN_VERDICT_STEPS:
         return "waiting" if live else "insufficient"
-    return "healthy"
+    return "healthy" if reward_read else "unknown"
 
 
 LABELS = {"healthy": "healthy", "warning": "warning", "critical": "critical",
-          "waiting": "waiting for data", "insufficient": "not enough data"}
+          "waiting": "waiting for data", "insufficient": "not enough data",
+          "unknown": "unknown"}
 
 
 def label(stored: str | None, *, live: bool) -> tuple[str, str]:

@@ -149,3 +149,21 @@ def last_diagnosis(run_id: int) -> Diagnosis:
 def forget(run_id: int) -> None:
     with _guard:
         _entries.pop(run_id, None)
+
+
+def current_diagnosis(db: Session, run: Run) -> Diagnosis | None:
+    """The run's latest diagnosis (for its coverage: what was read, what was not checked):
+    this process's entry when it is current, else the stored state's (only its ``diagnosis``
+    part is read from the database, not the whole state); None before the first batch."""
+    with _guard:
+        entry = _entries.get(run.id)
+    if entry is not None and entry.revision == run.diagnostics_revision:
+        return entry.state.diagnosis
+    stored = db.scalar(select(DiagnosticsRecord.state["diagnosis"])
+                       .where(DiagnosticsRecord.run_id == run.id))
+    if not isinstance(stored, dict):
+        return None
+    try:
+        return Diagnosis.from_dict(stored)
+    except (KeyError, TypeError, ValueError):  # a state stored by an older version
+        return None

@@ -9,6 +9,7 @@ from app.metrics.names import Row, normalize_row
 from grpodeck.contract.limits import MAX_STEP  # the same bound as the report API's
 
 # Keys that describe the trainer, not the policy; they stay out of the metric rows.
+STEP_KEYS = ("step", "global_step", "train/global_step")  # train/: OpenRLHF's wandb logger
 SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "train_loss", "total_flos"})
 
@@ -52,13 +53,13 @@ def is_summary_row(d: dict) -> bool:
 def merge_rows(pairs: list[tuple[int, dict]]) -> list[Row]:
     """Normalise and merge raw (step, dict) pairs: one canonical dict per step, sorted.
 
-    ``step``/``global_step`` keys are removed from the metrics; later rows for a step
+    ``STEP_KEYS`` are removed from the metrics; later rows for a step
     update earlier ones (so a re-logged value wins, and eval rows join train rows).
     """
     merged: dict[int, dict[str, float]] = {}
     for step, raw in pairs:
         clean = {k: v for k, v in raw.items()
-                 if k not in ("step", "global_step") and k not in SUMMARY_KEYS}
+                 if k not in STEP_KEYS and k not in SUMMARY_KEYS}
         merged.setdefault(int(step), {}).update(normalize_row(clean))
     return [(s, merged[s]) for s in sorted(merged) if merged[s]]
 
@@ -82,7 +83,7 @@ def step_pairs(labelled: Iterable[tuple[str, object]], path: str) -> list[tuple[
 
 def step_of(d: dict) -> int | None:
     """The integer step of a row dict, or None when it has none."""
-    for key in ("step", "global_step"):
+    for key in STEP_KEYS:
         v = d.get(key)
         if isinstance(v, bool):
             continue

@@ -9,6 +9,7 @@ importers and the live metric path both pass rows through :func:`normalize_row`.
 from __future__ import annotations
 
 import math
+from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from grpodeck.contract.fields import cleaned
@@ -132,4 +133,114 @@ def normalize_row(metrics: dict) -> dict[str, float]:
         elif from_old:
             from_old.discard(name)
         out[name] = v
+    return out
+
+
+# Other trainers' vocabularies: their key -> our canonical name, in priority order (when two
+# keys of a log map to the same name, the earlier one wins; the other keeps its own name).
+# ``*`` patterns match several keys (the first present one, in sorted order, is used).
+# verl: RayPPOTrainer's metrics (verl/trainer/ppo/metric_utils.py); ``critic/score`` is the task
+# score before any KL penalty, ``critic/rewards`` the same with an in-reward KL penalty.
+# OpenRLHF: the PPO/GRPO trainer's status dict (its wandb logger prefixes ``train/``).
+VOCABULARIES: dict[str, dict[str, str]] = {
+    "verl": {
+        "critic/score/mean": "reward",
+        "critic/rewards/mean": "reward",
+        "actor/entropy": "entropy",
+        "actor/entropy_loss": "entropy",
+        "actor/kl_loss": "kl",
+        "critic/kl": "kl",
+        "actor/pg_loss": "loss",
+        "actor/grad_norm": "grad_norm",
+        "actor/lr": "learning_rate",
+        "actor/pg_clipfrac": "clip_ratio/region_mean",
+        "response_length/mean": "completions/mean_length",
+        "response_length/max": "completions/max_length",
+        "response_length/min": "completions/min_length",
+        "response_length/clip_ratio": "completions/clipped_ratio",
+        "timing_s/step": "step_time",
+        "val-core/*/reward/mean@*": "eval_reward",
+        "val/test_score/*": "eval_reward",
+    },
+    "openrlhf": {
+        "train/reward": "reward",
+        "train/kl": "kl",
+        "train/policy_entropy": "entropy",
+        "train/response_length": "completions/mean_length",
+        "train/policy_loss": "loss",
+        "train/raw_grad_norm": "grad_norm",
+        "train/actor_lr": "learning_rate",
+        "eval/reward": "eval_reward",
+        "policy_entropy": "entropy",
+        "response_length": "completions/mean_length",
+        "policy_loss": "loss",
+        "raw_grad_norm": "grad_norm",
+        "actor_lr": "learning_rate",
+    },
+}
+_VERL_PREFIXES = ("critic/", "actor/", "response_length/", "timing_s/")
+_OPENRLHF_MARKS = frozenset({"policy_loss", "train/policy_loss"})
+_OPENRLHF_WITH = frozenset({"response_length", "train/response_length", "return", "train/return"})
+
+
+def detect_vocabulary(keys: set[str] | frozenset[str]) -> str | None:
+    """Which trainer wrote these keys: "verl", "openrlhf", or None (TRL or unknown)."""
+    if any(k.startswith(_VERL_PREFIXES) for k in keys):
+        return "verl"
+    if keys & _OPENRLHF_MARKS and keys & _OPENRLHF_WITH:
+        return "openrlhf"
+    return None
+
+
+def parse_mapping(items: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
+    """``["Reward=reward", "KL_ref=kl"]`` (or one string, comma- or newline-separated) ->
+    ``{"Reward": "reward", "KL_ref": "kl"}``; raises ValueError naming a malformed item."""
+    if isinstance(items, str):
+        items = [p for line in items.splitlines() for p in line.split(",")]
+    out: dict[str, str] = {}
+    for item in items or []:
+        if not item.strip():
+            continue
+        key, sep, name = item.partition("=")
+        if not sep or not key.strip() or not name.strip():
+            raise ValueError(f"{item.strip()!r} is not KEY=NAME (e.g. Reward=reward)")
+        out[key.strip()] = canonical_name(name.strip())
+    return out
+
+
+def _resolve(table: dict[str, str], keys: set[str]) -> dict[str, str]:
+    """{present key: canonical name}, one key per name (the earliest in ``table``)."""
+    chosen: dict[str, str] = {}
+    taken: set[str] = set()
+    for pattern, name in table.items():
+        hits = sorted(k for k in keys if fnmatchcase(k, pattern)) if "*" in pattern \
+            else ([pattern] if pattern in keys else [])
+        if hits and name not in taken:
+            chosen[hits[0]] = name
+            taken.add(name)
+    return chosen
+
+
+def renames_for(keys: set[str], mapping: dict[str, str] | None = None
+                ) -> tuple[dict[str, str], str | None]:
+    """({log key: canonical name}, vocabulary) for a log with these keys: the detected
+    trainer's table, then the user's ``mapping`` on top (it wins). A name the log already
+    has under its canonical spelling is left alone unless the user maps onto it."""
+    vocabulary = detect_vocabulary(keys)
+    renames = {k: n for k, n in _resolve(VOCABULARIES.get(vocabulary or "", {}), keys).items()
+               if n not in keys}
+    user = {k: n for k, n in (mapping or {}).items() if k in keys}
+    renames = {k: n for k, n in renames.items() if n not in user.values()} | user
+    return renames, vocabulary
+
+
+def rename_rows(rows: list[Row], renames: dict[str, str]) -> list[Row]:
+    """Rows with keys renamed; a renamed key replaces what the row had under the new name."""
+    if not renames:
+        return rows
+    out = []
+    for step, metrics in rows:
+        moved = {renames[k]: v for k, v in metrics.items() if k in renames}
+        kept = {k: v for k, v in metrics.items() if k not in renames and k not in moved}
+        out.append((step, {**kept, **moved}))
     return out

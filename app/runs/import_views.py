@@ -14,6 +14,7 @@ from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.importers import LogFormatError
+from app.metrics.names import parse_mapping
 from app.runs.imports import import_path
 from grpodeck.contract.fields import cleaned
 
@@ -21,6 +22,7 @@ router = APIRouter(include_in_schema=False)
 # The whole upload is bounded by GRPODECK_UPLOAD_MAX_BODY_BYTES (app.core.limits) before it is
 # read; the run's name is what a run record holds.
 MAX_NAME = 120
+MAX_MAPPING = 2000  # a mapping is a few KEY=NAME pairs
 COMPLETIONS_NAME = re.compile(r"completions_\d{1,10}\.parquet")
 SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}")
 
@@ -45,7 +47,12 @@ async def _save_completions(folder: Path, files: list[UploadFile]) -> Path | Non
 
 @router.get("/runs/import", response_class=HTMLResponse)
 def import_form(request: Request) -> Response:
-    return templates.TemplateResponse(request, "runs/import.html", {"error": None, "name": ""})
+    return templates.TemplateResponse(request, "runs/import.html", _form())
+
+
+def _form(error: str | None = None, name: str = "", mapping: str = "",
+          map_error: str | None = None) -> dict[str, object]:
+    return {"error": error, "name": name, "mapping": mapping, "map_error": map_error}
 
 
 @router.post("/runs/import", response_class=HTMLResponse)
@@ -53,7 +60,16 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
                         log: Annotated[UploadFile, File()],
                         name: Annotated[str, Form()] = "",
                         completions: Annotated[list[UploadFile] | None, File()] = None,
+                        key_map: Annotated[str, Form(alias="map")] = "",
                         ) -> Response:
+    try:
+        if len(key_map) > MAX_MAPPING:
+            raise ValueError(f"longer than {MAX_MAPPING} characters")
+        mapping = parse_mapping(cleaned(key_map))
+    except ValueError as exc:
+        return templates.TemplateResponse(request, "runs/import.html", _form(
+            None, cleaned(name)[:MAX_NAME], cleaned(key_map)[:MAX_MAPPING],
+            f"Key mapping: {exc}"), status_code=422)
     data = await log.read()
     source = cleaned(log.filename or "log")[:MAX_NAME]
     name = cleaned(name.strip())[:MAX_NAME] or source
@@ -63,7 +79,8 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
         path.write_bytes(data)
         folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
         try:
-            runs = import_path(db, path, name, source_name=source, completions=folder)
+            runs = import_path(db, path, name, source_name=source, completions=folder,
+                               mapping=mapping)
         except LogFormatError as exc:
             error = exc.reason
         else:
@@ -73,4 +90,4 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
             target = f"/runs/{runs[0].id}" if len(runs) == 1 else "/runs"
             return RedirectResponse(target, status_code=303)
     return templates.TemplateResponse(request, "runs/import.html",
-                                      {"error": error, "name": name}, status_code=422)
+                                      _form(error, name, cleaned(key_map)), status_code=422)

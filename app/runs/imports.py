@@ -12,6 +12,8 @@ from sqlalchemy.orm import Session
 from app.diagnostics import Diagnosis, RunContext, diagnose
 from app.importers import LogFormatError, load_log, trackio
 from app.importers.completions import load_completions
+from app.importers.detect import translate
+from app.importers.run_config import read_run_config
 from app.metrics import pipeline
 from app.rollouts.signals import step_signals
 from app.runs import service
@@ -56,36 +58,66 @@ def _storable_meta(meta: dict) -> dict[str, int | float | str]:
     return out
 
 
+def folder_name(path: Path) -> str:
+    """A run folder's name (``out/checkpoint-40`` is the run ``out``)."""
+    path = path.resolve()
+    return path.parent.name if path.name.startswith("checkpoint-") else path.name
+
+
+def run_config(path: Path, log_path: Path) -> tuple[dict, str | None]:
+    """The training arguments saved next to the log (``training_args.bin`` or a JSON of
+    them), for a folder only: an uploaded or named file has no folder of its own."""
+    if not path.is_dir():
+        return {}, None
+    return read_run_config([path, log_path.parent])
+
+
+def context_from(config: dict, base: RunContext | None = None) -> RunContext:
+    """``base`` with the settings the folder's arguments know and ``base`` does not."""
+    ctx = base or RunContext()
+    for key in ("max_completion_length", "beta", "num_generations"):
+        if getattr(ctx, key) is None and isinstance(config.get(key), int | float):
+            setattr(ctx, key, config[key])
+    return ctx
+
+
 def import_log(db: Session, path: Path, name: str | None = None,
-               source_name: str | None = None, completions: Path | None = None) -> Run:
+               source_name: str | None = None, completions: Path | None = None,
+               mapping: dict[str, str] | None = None) -> Run:
     """Raises app.importers.LogFormatError (nothing stored) when a file can't be read.
 
-    ``source_name`` is the file's original name when ``path`` is an upload's temporary copy.
+    ``source_name`` is the file's original name when ``path`` is an upload's temporary copy;
+    ``mapping`` renames log keys to canonical names (``Reward=reward``). A folder's run is
+    named after the folder and keeps its saved training arguments in its spec.
     """
     log_path, found = locate(path)
     completions = completions or found
-    log = load_log(log_path)
+    log = load_log(log_path, mapping=mapping)
+    config, refused = run_config(path, log_path)
     rollout_steps = ([RolloutStep.model_validate(s) for s in load_completions(completions)]
                      if completions else [])
     last_step = log.rows[-1][0]
     spec = {"source_file": source_name or log_path.name, "source_format": log.source_format,
-            "rollout_steps": len(rollout_steps), **_storable_meta(log.meta)}
-    run = service.create_imported_run(db, name=name or source_name or log_path.name, spec=spec,
+            "rollout_steps": len(rollout_steps), **_storable_meta(log.meta),
+            **_storable_meta(config), **({"config_not_read": refused} if refused else {})}
+    default = folder_name(path) if path.is_dir() else (source_name or log_path.name)
+    run = service.create_imported_run(db, name=name or default, spec=spec,
                                       max_step=last_step)
     pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)
     return run
 
 
 def import_path(db: Session, path: Path, name: str | None = None,
-                source_name: str | None = None, completions: Path | None = None) -> list[Run]:
+                source_name: str | None = None, completions: Path | None = None,
+                mapping: dict[str, str] | None = None) -> list[Run]:
     """A log as one run, or a trackio project (its SQLite file) as one run per trackio run,
     each named ``<name or file>/<trackio run>``. Raises LogFormatError; nothing is stored then."""
     if not trackio.looks_like(path):
-        return [import_log(db, path, name, source_name, completions)]
+        return [import_log(db, path, name, source_name, completions, mapping)]
     source = source_name or path.name
     runs = []
     for run_name in trackio.run_names(path):
-        log = trackio.parse(path, run_name)
+        log = translate(trackio.parse(path, run_name), mapping)
         spec = {"source_file": source, "source_format": log.source_format,
                 "trackio_run": cleaned(run_name)[:200], **_storable_meta(log.meta)}
         label = cleaned(f"{name or Path(source).stem}/{run_name}")[:120]
@@ -97,11 +129,14 @@ def import_path(db: Session, path: Path, name: str | None = None,
     return runs
 
 
-def diagnose_path(path: Path, context: RunContext | None = None) -> Diagnosis:
+def diagnose_path(path: Path, context: RunContext | None = None,
+                  mapping: dict[str, str] | None = None) -> Diagnosis:
     """Diagnose a log (or a run folder) without storing anything: what `grpodeck diagnose`
-    prints. Completions parquet files next to it add the rollout signals."""
+    prints. Completions parquet files next to it add the rollout signals; a folder's saved
+    training arguments fill in what ``context`` leaves unset (``max_completion_length``)."""
     log_path, completions = locate(path)
-    rows = load_log(log_path).rows
+    rows = load_log(log_path, mapping=mapping).rows
+    config, _ = run_config(path, log_path)
     signals = [(s["step"], step_signals(s["groups"])) for s in load_completions(completions)
                ] if completions else []
-    return diagnose(pipeline.merge_by_step(rows, signals), context)
+    return diagnose(pipeline.merge_by_step(rows, signals), context_from(config, context))

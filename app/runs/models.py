@@ -39,7 +39,7 @@ class Run(Base):
     error: Mapped[str | None] = mapped_column(Text)
     traceback_tail: Mapped[str | None] = mapped_column(Text)
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
-    verdict: Mapped[str | None] = mapped_column(String(16), index=True)  # healthy | warning | critical
+    verdict: Mapped[str | None] = mapped_column(String(16), index=True)  # healthy|warning|critical|unknown|...
     metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
     # who launched or imported it; None for runs from before accounts, the CLI import, dev mode
     created_by_id: Mapped[int | None] = mapped_column(

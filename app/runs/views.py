@@ -21,7 +21,7 @@ from app.core.templating import templates
 from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.dryruns.api import dry_run_or_404
-from app.health.api import group_by_category, sort_findings
+from app.health.api import coverage, group_by_category, sort_findings
 from app.health.models import FindingRecord
 from app.health.service import findings_for
 from app.metrics.rollups import chart_data
@@ -140,7 +140,8 @@ def _run_context(run: Run) -> dict[str, Any]:
 
 def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
     findings = sort_findings(findings_for(db, run.id))
-    return {**_run_context(run), "findings": findings, "groups": group_by_category(findings)}
+    return {**_run_context(run), "findings": findings, "groups": group_by_category(findings),
+            "coverage": coverage(db, run)}
 
 
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:

@@ -76,8 +76,10 @@ def test_healthy_run_stays_healthy(client: TestClient) -> None:
     for start in range(0, 80, 10):  # the way a worker sends them: small batches
         post(client, run_id, headers, batch[start:start + 10])
     body = findings(client, run_id, include_resolved=True)
+    coverage = {k: body.pop(k) for k in ("metrics", "unchecked", "reason")}
     assert body == {"run_id": run_id, "verdict": "healthy", "verdict_text": "healthy",
                     "findings": []}
+    assert "reward" in coverage["metrics"] and coverage["reason"] is None
     page = html(client.get(f"/runs/{run_id}").text)
     assert page.select("details.finding") == []
     assert page.select_one("#run-verdict").get_text(strip=True) == "healthy"

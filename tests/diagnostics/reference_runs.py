@@ -229,8 +229,11 @@ RUNS: dict[str, Callable[[], Run]] = {f.__name__: f for f in (
 
 
 def diagnosis_of(name: str) -> dict:
+    """The reviewed part of a diagnosis: verdict and findings (coverage, what was read, has its
+    own tests in tests/importers/test_other_trainers.py)."""
     rows, context = RUNS[name]()
-    return json.loads(json.dumps(diagnose(rows, context).to_dict(), allow_nan=False))
+    d = diagnose(rows, context).to_dict()
+    return json.loads(json.dumps({k: d[k] for k in ("verdict", "findings")}, allow_nan=False))
 
 
 def main() -> None:

@@ -46,7 +46,8 @@ def test_the_content_decides_not_the_name(tmp_path: Path) -> None:
     ("[]", "JSON document is neither a trainer_state nor a list of step dicts"),
     ('"text"', "JSON document is neither a trainer_state nor a list of step dicts"),
     ("hello\n", ("unrecognised format: expected trainer_state.json, a JSON list of step dicts, "
-                "JSONL, or a console log with printed dicts")),
+                "JSONL, a console log with printed dicts, or lines of key: value / key=value "
+                "pairs")),
     ('{"log_history": []}', "trainer_state file holds no metric rows"),
     ('[{"step": 1}]', "json_list file holds no metric rows"),
     ('{"step": 1}\n{"step": 2}\n', "jsonl file holds no metric rows"),

@@ -61,4 +61,5 @@ def detect(view: View) -> list[Finding]:
         actions=ACTIONS, metric=None)]
 
 
-DETECTORS = (Detector("lost", ("step_time", "reward", "loss"), detect),)
+READS = ("step_time", "reward", "loss")
+DETECTORS = (Detector("lost", READS, detect, needs=READS),)  # any progress signal

@@ -43,5 +43,6 @@ def _grad_spikes(view: View) -> list[Finding]:
         evidence=sp.evidence("grad_norm"), actions=ACTIONS, metric="grad_norm")]
 
 
-DETECTORS = (Detector("nonfinite", CRITICAL_NONFINITE + WARNING_NONFINITE, _nonfinite),
+DETECTORS = (Detector("nonfinite", CRITICAL_NONFINITE + WARNING_NONFINITE, _nonfinite,
+                       needs=CRITICAL_NONFINITE + WARNING_NONFINITE),  # any of them
              Detector("grad_spikes", ("grad_norm",), _grad_spikes))

@@ -1,0 +1,47 @@
+"""What a diagnosis could check: the metrics read and the checks left without their metric.
+
+Why: a log whose keys the Deck does not know used to come out "healthy, 0 findings" although
+nothing was read. Coverage is derived from the detectors' own declarations (``Detector.needs``,
+by default the first of ``reads``), never from a hand list, so a new detector is covered too.
+Without a reward metric none of the reward checks ran, so the verdict cannot be "healthy".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from app.diagnostics.detector import COMPONENTS, Detector
+from app.diagnostics.model import Diagnosis
+
+UNKNOWN = "unknown"  # the verdict when no reward metric was read and nothing is wrong
+REWARD_METRICS = ("reward", COMPONENTS)  # total reward, or any train reward component
+MAX_KEYS_SHOWN = 30  # keys listed in the "no reward metric among: ..." reason
+
+
+def has_reward(names: Iterable[str]) -> bool:
+    """True when some canonical name read is a reward (total or a component)."""
+    return any(n == r or ("*" in r and fnmatchcase(n, r)) for n in names for r in REWARD_METRICS)
+
+
+def reward_read(diagnosis: Diagnosis) -> bool:
+    """False only when the diagnosis knows its coverage and no reward metric is in it (one
+    built from findings alone, as tests do, says nothing about what was read)."""
+    known = bool(diagnosis.metrics or diagnosis.unchecked)
+    return has_reward(diagnosis.metrics) or not known
+
+
+def unchecked(detectors: Iterable[Detector], names: Iterable[str]) -> dict[str, str]:
+    """{check name: the metric it needs} for every check none of whose needs was read
+    (a bare function standing in for a detector, as tests plant, declares nothing)."""
+    read = frozenset(names)
+    return {d.name: " or ".join(d.required) for d in detectors
+            if isinstance(d, Detector) and not d.can_check(read)}
+
+
+def reason(keys: Iterable[str]) -> str:
+    """The words that explain an ``unknown`` verdict, naming the keys that were in the log."""
+    shown = sorted(keys)
+    more = len(shown) - MAX_KEYS_SHOWN
+    listed = ", ".join(shown[:MAX_KEYS_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
+    return f"no reward metric among: {listed or 'no numeric keys'}"
