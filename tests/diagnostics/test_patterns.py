@@ -259,10 +259,16 @@ def test_lost_uses_context_step_time_and_warns(b):
     assert finding(diagnose(rows, ctx), "lost").severity == "warning"  # 400 s vs 50 s/report
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 3])
+@pytest.mark.parametrize("n", [1, 2, 3])
 def test_short_runs_do_not_crash_or_alarm(b, n):
     d = diagnose(b.healthy_rows(300, 1)[:n])
     assert d.verdict == "healthy" and not d.findings
+
+
+def test_a_run_with_no_rows_is_unknown_not_healthy():
+    """Nothing read is nothing checked: an empty log must never get a clean bill of health."""
+    d = diagnose([])
+    assert d.verdict == "unknown" and not d.findings
 
 
 def test_short_bad_looking_run_has_no_false_alarm(b):
