@@ -26,6 +26,15 @@ def duration(seconds: float | None) -> str:
                                                      else f"{secs}s")
 
 
+def num(value: float | None) -> str:
+    """Four significant digits for a table cell; empty when unknown (never "None")."""
+    if value is None:
+        return ""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return f"{value:.4g}"
+
+
 def when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "—"
 
@@ -68,5 +77,5 @@ def verdict_of(run: Any) -> tuple[str, str]:
 
 
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
-templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
+templates.env.filters.update(duration=duration, when=when, num=num, json_attr=to_json_attr,
                              verdict=verdict_of)

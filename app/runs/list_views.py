@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
-from app.runs import lifecycle, listing
+from app.runs import lifecycle, listing, row_numbers
 from app.runs.api import run_or_404
 from app.runs.listing import ListError, ListQuery
 from app.runs.models import Run
@@ -30,6 +30,8 @@ def _context(db: SessionDep, query: ListQuery, flash: str | None = None) -> dict
     page = listing.page_of_runs(db, query)
     return {"page": page, "runs": page.runs, "q": query, "flash": flash,
             "progress": {r.id: progress(r) for r in page.runs},
+            "numbers": row_numbers.row_numbers(db, page.runs),
+            "columns": row_numbers.COLUMNS, "hidden_columns": row_numbers.DEFAULT_HIDDEN,
             "any_live": any(lifecycle.is_live(r) for r in page.runs),
             "facets": listing.facets(db), "sorts": list(listing.SORTS)}
 

