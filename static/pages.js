@@ -34,4 +34,17 @@
     announceStatus();
   });
   document.addEventListener("htmx:afterSwap", announceStatus);
+
+  // Every action confirms: a server answer that carries `HX-Trigger: {"toast": "..."}` shows
+  // its words in a toast (a live region, so it is read out too) for a few seconds.
+  var toastTimer = null;
+  document.body.addEventListener("toast", function (event) {
+    var box = document.getElementById("toast");
+    var words = event.detail && (event.detail.value || event.detail.message);
+    if (!box || !words) { return; }
+    box.textContent = words;
+    box.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(function () { box.hidden = true; }, 6000);
+  });
 })();

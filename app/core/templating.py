@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
@@ -60,6 +61,12 @@ def to_json_attr(value: Any) -> str:
     except ValueError:
         return json.dumps(finite_or_null(value), separators=(",", ":"), allow_nan=False,
                           default=str)
+
+
+def with_toast(response: Response, words: str) -> Response:
+    """Confirm an htmx action: static/pages.js shows ``words`` in the page's toast."""
+    response.headers["HX-Trigger"] = json.dumps({"toast": words})  # ASCII-escaped: a header
+    return response
 
 
 def _identity(request: Request) -> dict[str, Any]:

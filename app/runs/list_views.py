@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
-from app.core.templating import templates
+from app.core.templating import templates, with_toast
 from app.runs import lifecycle, listing, row_numbers
 from app.runs.api import run_or_404
 from app.runs.listing import ListError, ListQuery
@@ -92,7 +92,7 @@ async def annotate(run_id: int, request: Request, db: SessionDep,
         return after_change(request, db, form, f"run {run_id}: {exc}", 422)
     listing.set_tags(db, run, tags)
     db.commit()
-    return after_change(request, db, form)
+    return with_toast(after_change(request, db, form), f"Saved the tags and note of run {run_id}.")
 
 
 @router.post("/runs/{run_id}/archive", response_class=HTMLResponse)
@@ -104,6 +104,8 @@ async def archive(run_id: int, request: Request, db: SessionDep,
     form = await _form(request)
     if (reason := _refused(run, identity)) is not None:
         return after_change(request, db, form, reason, 403)
-    listing.set_archived(run, form.get("archived", "1") == "1")
+    archived = form.get("archived", "1") == "1"
+    listing.set_archived(run, archived)
     db.commit()
-    return after_change(request, db, form)
+    done = "archived" if archived else "restored"
+    return with_toast(after_change(request, db, form), f"Run {run_id} {done}.")

@@ -17,7 +17,7 @@ from app.charts.panels import monitor_only
 from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
-from app.core.templating import templates
+from app.core.templating import templates, with_toast
 from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.dryruns.api import dry_run_or_404
@@ -29,6 +29,7 @@ from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.capabilities import vllm_problem, worker_reports
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
+from app.runs.header import header_facts, shows_rollouts
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.presets import preset_or_404
@@ -162,6 +163,7 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context["summaries"] = chart_summaries(db, run)
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
+    context.update(facts=header_facts(run), show_rollouts=shows_rollouts(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 
@@ -219,8 +221,9 @@ def cancel_run(run_id: int, request: Request, db: SessionDep,
         db.commit()
     except lifecycle.TransitionError as exc:
         flash = str(exc)
-    return templates.TemplateResponse(request, "runs/_status.html",
-                                      {**_run_context(run), "flash": flash})
+    response = templates.TemplateResponse(request, "runs/_status.html",
+                                          {**_run_context(run), "flash": flash})
+    return with_toast(response, flash or f"Cancelling run {run.id}: it stops at its next step.")
 
 
 @router.post("/runs/{run_id}/delete", response_class=HTMLResponse)

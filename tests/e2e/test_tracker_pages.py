@@ -120,3 +120,47 @@ def test_runs_list_filters_fold_on_a_phone(phone: Page, live: Stack) -> None:
     assert first_run.bounding_box()["y"] < PHONE["height"]
     page.click("#filter-panel summary")
     expect(page.locator("#run-filters input[name=q]")).to_be_visible()
+
+
+def outside_run(live: Stack, name: str) -> tuple[int, dict[str, str]]:
+    """A run some script trains itself and reports (POST /api/runs with source external): its
+    spec knows the group size and nothing else the header used to print."""
+    reply = httpx.post(f"{live.url}/api/runs", json={"source": "external", "name": name,
+                                                     "spec": {"num_generations": 8}})
+    assert reply.status_code == 201, reply.text
+    return reply.json()["id"], {"Authorization": f"Bearer {reply.json()['token']}"}
+
+
+def test_outside_run_shows_no_internal_values_and_cancel_confirms(desk: Page,
+                                                                  live: Stack) -> None:
+    page = desk
+    run_id, headers = outside_run(live, "outside-script")
+    rows = [{"step": s, "metrics": {"reward": 0.1 * s, "kl": 0.01}} for s in range(1, 6)]
+    assert httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
+                      headers=headers).status_code == 200
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#run-facts")).to_have_text("reported by an outside script · G=8")
+    head_and_status = page.locator(".run-head").inner_text() + page.locator(
+        "#status-panel").inner_text()
+    assert "None" not in head_and_status and "0.00" not in head_and_status, head_and_status
+    expect(page.locator("#rollouts-link")).to_have_count(0)  # nothing captured: no dead tab
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click("#cancel-run")
+    expect(page.locator("#run-status")).to_have_text("cancelling")
+    expect(page.locator("#toast")).to_contain_text(f"Cancelling run {run_id}")
+
+
+def test_test_alert_needs_a_destination_and_confirms_inline(desk: Page, live: Stack) -> None:
+    page = desk
+    page.goto(f"{live.url}/settings/alerts")
+    page.fill("#f-urls", "")
+    page.click("#save-destinations")
+    expect(page.locator("#send-test")).to_be_disabled()
+    expect(page.locator("#test-why")).to_contain_text("Add a destination")
+    page.fill("#f-urls", "json://127.0.0.1:9/nowhere")
+    page.click("#save-destinations")
+    expect(page.locator("#send-test")).to_be_enabled()
+    page.evaluate("window.samePage = true")
+    page.click("#send-test")
+    expect(page.locator("#test-result")).to_contain_text("Test alert queued for 1 destination")
+    assert page.evaluate("window.samePage") is True  # the answer came inline, no reload
