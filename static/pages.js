@@ -28,7 +28,30 @@
     if (box) { box.addEventListener("change", function (e) { e.stopPropagation(); }); }
   }
 
+  // The new-run form: choosing a preset fills the form at once (no second button; the button
+  // stays for browsers without JS), and a reward row's weight appears when a reward is chosen.
+  function presetOnChoice() {
+    var picker = document.getElementById("f-preset");
+    if (!picker) { return; }
+    picker.addEventListener("change", function () {
+      if (picker.value) { picker.form.submit(); }
+    });
+  }
+  function weightsFollowRewards() {
+    document.querySelectorAll("select[id^='f-reward_'][id$='_name']").forEach(function (sel) {
+      var weight = document.getElementById(sel.id.replace(/_name$/, "_weight"));
+      if (!weight) { return; }
+      sel.addEventListener("change", function () {
+        if (sel.value && !weight.value) { weight.value = "1.0"; }
+        if (!sel.value) { weight.value = ""; }
+        weight.placeholder = sel.value ? "1.0" : "";
+      });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    presetOnChoice();
+    weightsFollowRewards();
     focusFirstInvalid();
     quietSearchChange();
     announceStatus();

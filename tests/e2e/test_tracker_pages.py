@@ -164,3 +164,34 @@ def test_test_alert_needs_a_destination_and_confirms_inline(desk: Page, live: St
     page.click("#send-test")
     expect(page.locator("#test-result")).to_contain_text("Test alert queued for 1 destination")
     assert page.evaluate("window.samePage") is True  # the answer came inline, no reload
+
+
+def test_new_run_form_flows_top_down_in_plain_words(desk: Page, live: Stack) -> None:
+    page = desk
+    page.goto(f"{live.url}/runs/new")
+    # try first, launch last: Dry run and Smoke test come before Launch on the page
+    tops = {b: page.locator(f"#{b}").bounding_box()["y"] for b in ("dry-run", "smoke-test",
+                                                                    "launch")}
+    assert tops["dry-run"] <= tops["smoke-test"] < tops["launch"], tops
+    # an unused reward row has no weight until a reward is chosen in it
+    expect(page.locator("#f-reward_1_weight")).to_have_value("")
+    page.select_option("#f-reward_1_name", "length_target")
+    expect(page.locator("#f-reward_1_weight")).to_have_value("1.0")
+    page.select_option("#f-reward_1_name", "")
+    expect(page.locator("#f-reward_1_weight")).to_have_value("")
+    # errors in plain words, at their fields
+    page.fill("#f-num_generations", "1")
+    page.fill("#f-max_steps", "2.5")
+    page.select_option("#f-reward_1_name", "length_target")
+    page.fill("#f-reward_1_params", "target=abc")
+    page.click("#launch")
+    expect(page.locator("#e-num_generations")).to_have_text("must be at least 2")
+    expect(page.locator("#e-max_steps")).to_have_text("must be a whole number, e.g. 8")
+    expect(page.locator("#e-reward_1_params")).to_contain_text("target must be a whole number")
+    assert "Input should" not in page.locator("#form-errors").inner_text()
+    # a preset fills the form as soon as it is chosen
+    page.select_option("#f-preset", "reward-hacking")
+    page.wait_for_url("**/runs/new?preset=reward-hacking")
+    expect(page.locator("#f-reward_1_name")).to_have_value("unit_tests")
+    expect(page.locator("#f-reward_1_weight")).to_have_value("0.0")
+    expect(page.locator("#use-preset")).to_be_hidden()
