@@ -49,7 +49,32 @@
     });
   }
 
+  // Elapsed timers (<time class="ticking" data-since="ISO">) count every second between the
+  // server's refreshes; a refreshed panel brings new ones, found again at each tick.
+  function words(seconds) {
+    seconds = Math.max(0, Math.round(seconds));
+    var h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60), s = seconds % 60;
+    var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    return h ? h + "h " + pad(m) + "m" : (m ? m + "m " + pad(s) + "s" : s + "s");
+  }
+  function tick() {
+    document.querySelectorAll("time.ticking[data-since]").forEach(function (el) {
+      var since = Date.parse(el.dataset.since);
+      if (!isNaN(since)) { el.textContent = words((Date.now() - since) / 1000); }
+    });
+  }
+  setInterval(tick, 1000);
+
+  // The Logs tab shows the end of the output, like `tail -f`.
+  function logToEnd() {
+    var pre = document.getElementById("log-text");
+    if (pre) { pre.scrollTop = pre.scrollHeight; }
+  }
+  document.addEventListener("htmx:afterSettle", logToEnd);
+  document.addEventListener("DOMContentLoaded", logToEnd);
+
   document.addEventListener("DOMContentLoaded", function () {
+    tick();
     presetOnChoice();
     weightsFollowRewards();
     focusFirstInvalid();

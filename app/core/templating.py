@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
@@ -34,6 +34,13 @@ def num(value: float | None) -> str:
     if not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return f"{value:.4g}"
+
+
+def iso(value: datetime | None) -> str:
+    """An ISO time with its zone for a browser timer (a naive time from SQLite is UTC)."""
+    if value is None:
+        return ""
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
 def when(value: datetime | None) -> str:
@@ -84,5 +91,5 @@ def verdict_of(run: Any) -> tuple[str, str]:
 
 
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
-templates.env.filters.update(duration=duration, when=when, num=num, json_attr=to_json_attr,
+templates.env.filters.update(duration=duration, when=when, num=num, iso=iso, json_attr=to_json_attr,
                              verdict=verdict_of)

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.logs import service as log_service
 from app.rollouts.models import RolloutGroup
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -49,6 +50,12 @@ def header_facts(run: Run) -> list[str]:
         if _known(spec.get(key)):
             facts.append(f"{label}={spec[key]}")
     return facts
+
+
+def shows_logs(db: Session, run: Run) -> bool:
+    """The Logs tab: a launched run has a training child whose output is kept; other runs only
+    when some output was stored."""
+    return run.source == "launched" or log_service.has_logs(db, run.id)
 
 
 def shows_rollouts(db: Session, run: Run) -> bool:

@@ -195,3 +195,60 @@ def test_new_run_form_flows_top_down_in_plain_words(desk: Page, live: Stack) -> 
     expect(page.locator("#f-reward_1_name")).to_have_value("unit_tests")
     expect(page.locator("#f-reward_1_weight")).to_have_value("0.0")
     expect(page.locator("#use-preset")).to_be_hidden()
+
+
+def send_log(live: Stack, run_id: int, headers: dict[str, str], chunks: list[dict],
+             stage: str | None = None) -> None:
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/logs",
+                       json={"chunks": chunks, "stage": stage}, headers=headers)
+    assert reply.status_code == 200, reply.text
+
+
+def test_stages_timer_and_live_logs_tab(desk: Page, live: Stack) -> None:
+    page = desk
+    run_id, headers = reporting_run(live, "staged-run")  # claimed: its child is starting
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#run-stage")).to_contain_text("loading model")
+    expect(page.locator("#run-stages li.current")).to_have_text("loading model")
+    before = page.locator("#run-elapsed").inner_text()
+    expect(page.locator("#run-elapsed")).not_to_have_text(before)  # the timer ticks
+    send_log(live, run_id, headers, [{"stream": "stdout", "offset": 0,
+                                      "text": "[grpodeck] stage: first_step\nhello from the child\n"}],
+             stage="first_step")
+    expect(page.locator("#run-stage")).to_contain_text("waiting for the first step")
+    httpx.post(f"{live.url}/api/runs/{run_id}/metrics", headers=headers,
+               json={"rows": [{"step": 1, "metrics": {"reward": 0.5}}]}).raise_for_status()
+    expect(page.locator("#run-stages li.current")).to_have_text("training")
+    expect(page.locator("#run-stages li.done")).to_have_count(3)
+    # the Logs tab tails the output while the run is live
+    page.click("#logs-link")
+    expect(page.locator("#log-text")).to_contain_text("hello from the child")
+    send_log(live, run_id, headers, [{"stream": "stderr", "offset": 0,
+                                      "text": "Traceback? no: a warning on stderr\n"}])
+    expect(page.locator("#log-text")).to_contain_text("a warning on stderr")
+    download = page.request.get(f"{live.url}/runs/{run_id}/logs.txt")
+    assert download.ok and "attachment" in download.headers["content-disposition"]
+    assert download.text() == ("[grpodeck] stage: first_step\nhello from the child\n"
+                               "Traceback? no: a warning on stderr\n")
+
+
+def test_queued_runs_show_their_place_in_line(desk: Page, live: Stack) -> None:
+    page = desk
+    engine = make_engine(live.database_url)
+    with Session(engine) as db:  # queued with no task sent: nobody takes them
+        first, _ = service.create_run(db, spec=RunSpec(name="in-line-1", model="builtin:tiny-random"))
+        second, _ = service.create_run(db, spec=RunSpec(name="in-line-2", model="builtin:tiny-random"))
+        db.commit()
+        ids = first.id, second.id
+    engine.dispose()
+    try:
+        positions = []
+        for run_id in ids:
+            page.goto(f"{live.url}/runs/{run_id}")
+            expect(page.locator("#run-stages li.current")).to_have_text("queued")
+            text = page.locator("#run-stage").inner_text()
+            positions.append(0 if "next in line" in text else int(text.split("queued: ")[1].split()[0]))
+        assert positions[1] == positions[0] + 1, positions
+    finally:
+        for run_id in ids:
+            httpx.post(f"{live.url}/api/runs/{run_id}/cancel")
