@@ -3,9 +3,9 @@ steps per second, runtime, and a reward sparkline.
 
 Why here and not in the page query: the list's page query stays three queries whatever it
 shows; these numbers cost a few keyed lookups per shown run (the last point of a metric is
-the end of its primary-key range, the best reward one aggregate over the run's coarsest
-summaries, the sparkline one level of summaries that holds about ``SPARK_POINTS`` buckets),
-so a page of 50 runs reads a few hundred index rows however long the runs are.
+the end of its primary-key range, the best reward one aggregate over the run's level-1
+summaries, the sparkline one level of summaries that holds about ``SPARK_POINTS`` buckets):
+one statement for the page's numbers and one per run for its sparkline.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from app.metrics import rollups
-from app.metrics.models import MetricPoint, MetricRollup
 from app.runs.models import Run
 from app.runs.progress import progress
 
@@ -46,19 +45,27 @@ class RowNumbers:
     spark_values: list[float] = field(default_factory=list)
 
 
-def _last_value(db: Session, run_id: int, name: str) -> float | None:
-    """The metric's value at its last stored step: one index seek at the end of its range."""
-    value = db.scalar(select(MetricPoint.value)
-                      .where(MetricPoint.run_id == run_id, MetricPoint.name == name,
-                             MetricPoint.value.is_not(None))
-                      .order_by(MetricPoint.step.desc()).limit(1))
+def _last(name: str) -> str:
+    """The metric's last finite value: one index seek back from the end of its key range."""
+    return (f"(SELECT value FROM metric_points WHERE run_id = runs.id AND name = '{name}' "
+            "AND value IS NOT NULL ORDER BY step DESC LIMIT 1)")
+
+
+# One statement for the whole page (text, built once: composing SQLAlchemy expressions per run
+# cost more than running them).
+_NUMBERS = text(
+    f"SELECT runs.id, {_last('reward')}, {_last('kl')}, {_last('frac_reward_zero_std')}, "
+    "(SELECT max(vmax) FROM metric_rollups WHERE run_id = runs.id AND level = 1 "
+    "AND name = 'reward') FROM runs WHERE runs.id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+_SPARK_RAW = text("SELECT value FROM metric_points WHERE run_id = :run AND name = 'reward' "
+                  "AND value IS NOT NULL ORDER BY step LIMIT :limit")
+_SPARK_LEVEL = text("SELECT vsum, n FROM metric_rollups WHERE run_id = :run AND level = :level "
+                    "AND name = 'reward' AND n > 0 ORDER BY bucket")
+
+
+def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
-
-
-def _best(db: Session, run_id: int) -> float | None:
-    return db.scalar(select(func.max(MetricRollup.vmax))
-                     .where(MetricRollup.run_id == run_id, MetricRollup.level == 1,
-                            MetricRollup.name == "reward"))
 
 
 def _spark_values(db: Session, run: Run) -> list[float]:
@@ -71,17 +78,13 @@ def _spark_values(db: Session, run: Run) -> list[float]:
         steps = known[1] - known[0] + 1
         level = next((lv for lv in range(1, rollups.LEVELS + 1)
                       if math.ceil(steps / rollups.width(lv)) <= SPARK_POINTS), rollups.LEVELS)
+    connection = db.connection()
     if level == 0:
-        rows = db.scalars(select(MetricPoint.value)
-                          .where(MetricPoint.run_id == run.id, MetricPoint.name == "reward",
-                                 MetricPoint.value.is_not(None))
-                          .order_by(MetricPoint.step).limit(4 * SPARK_POINTS)).all()
-        step = max(1, math.ceil(len(rows) / SPARK_POINTS))
-        return [v for v in rows[::step] if math.isfinite(v)]
-    rows = db.execute(select(MetricRollup.vsum, MetricRollup.n)
-                      .where(MetricRollup.run_id == run.id, MetricRollup.level == level,
-                             MetricRollup.name == "reward", MetricRollup.n > 0)
-                      .order_by(MetricRollup.bucket)).all()
+        values = connection.execute(_SPARK_RAW, {"run": run.id,
+                                                 "limit": 4 * SPARK_POINTS}).scalars().all()
+        step = max(1, math.ceil(len(values) / SPARK_POINTS))
+        return [v for v in values[::step] if math.isfinite(v)]
+    rows = connection.execute(_SPARK_LEVEL, {"run": run.id, "level": level}).all()
     return [s / n for s, n in rows if s is not None and math.isfinite(s / n)]
 
 
@@ -104,19 +107,17 @@ def _runtime(run: Run, now: datetime) -> float | None:
 def row_numbers(db: Session, runs: Sequence[Run]) -> dict[int, RowNumbers]:
     """Per shown run, its numbers (see the module docstring for the cost)."""
     now = datetime.now(UTC)
+    with_metrics = [r.id for r in runs if r.metric_names]
+    found = {row[0]: row[1:] for row in db.connection().execute(
+        _NUMBERS, {"ids": with_metrics})} if with_metrics else {}
     out: dict[int, RowNumbers] = {}
     for run in runs:
-        names = set(run.metric_names or ())
-        row = RowNumbers(runtime_s=_runtime(run, now))
-        if "reward" in names:
-            row.reward = _last_value(db, run.id, "reward")
-            row.best = _best(db, run.id)
+        reward, kl, zero_spread, best = found.get(run.id, (None, None, None, None))
+        row = RowNumbers(reward=_finite(reward), best=_finite(best), kl=_finite(kl),
+                         zero_spread=_finite(zero_spread), runtime_s=_runtime(run, now))
+        if "reward" in (run.metric_names or ()):
             row.spark_values = _spark_values(db, run)
             row.spark = polyline(row.spark_values)
-        if "kl" in names:
-            row.kl = _last_value(db, run.id, "kl")
-        if "frac_reward_zero_std" in names:
-            row.zero_spread = _last_value(db, run.id, "frac_reward_zero_std")
         if run.seconds_per_step and run.source != "imported":
             row.steps_per_s = 1.0 / run.seconds_per_step
         out[run.id] = row
