@@ -24,6 +24,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -122,7 +123,9 @@ def host_refusal(host: str, addresses: list[str]) -> str | None:
 
 
 _real_getaddrinfo = socket.getaddrinfo
-_local = threading.local()
+# A context variable, not a thread-local: Apprise sends from its own worker threads, which it
+# starts in a copy of the caller's context, so the guard goes along with the delivery.
+_active: ContextVar[bool] = ContextVar("grpodeck_egress_guard", default=False)
 
 
 def resolve(host: str) -> list[str]:
@@ -134,7 +137,7 @@ def _guarded_getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any
     """``socket.getaddrinfo`` that, inside ``guard()``, refuses names resolving to refused
     addresses: the socket then connects to exactly the addresses checked here."""
     infos = _real_getaddrinfo(host, port, *args, **kwargs)
-    if getattr(_local, "active", False) and host is not None:
+    if _active.get() and host is not None:
         name = host.decode() if isinstance(host, bytes) else str(host)
         why = host_refusal(name, [info[4][0] for info in infos])
         if why is not None:
@@ -154,14 +157,14 @@ def _install() -> None:
 
 @contextmanager
 def guard() -> Iterator[None]:
-    """Within this block (this thread only), every connection is checked by the policy."""
+    """Within this block (this context only: the delivery's thread and the threads Apprise
+    starts for it), every connection is checked by the policy."""
     _install()
-    before = getattr(_local, "active", False)
-    _local.active = True
+    token = _active.set(True)
     try:
         yield
     finally:
-        _local.active = before
+        _active.reset(token)
 
 
 def hosts_of(url: str) -> list[str]:
