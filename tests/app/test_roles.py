@@ -46,11 +46,14 @@ def recorded() -> dict[str, Any]:
         return {"saved": list(config.urls) if config else [],
                 "tests": db.scalar(select(func.count()).select_from(Delivery)),
                 "acked": db.scalars(select(Alert.acknowledged_at)).all(),
-                "mutes": db.scalar(select(func.count()).select_from(AlertMute))}
+                "mutes": db.scalar(select(func.count()).select_from(AlertMute)),
+                "runs": db.execute(select(Run.status, Run.cancel_requested_at)).all()}
 
 
 # action -> (method, path with {run}/{alert}, form or json body, allowed roles)
 ACTIONS: dict[str, tuple[str, str, dict[str, Any] | None, set[str]]] = {
+    "see alerts": ("GET", "/api/alerts", None, {"other", "owner", "admin"}),
+    "cancel a run": ("POST", "/api/runs/{run}/cancel", None, {"owner", "admin"}),
     "settings page": ("GET", "/settings/alerts", None, {"admin"}),
     "save destinations": ("POST", "/settings/alerts",
                           {"data": {"urls": "json://hooks.example.com/x"}}, {"admin"}),
@@ -79,7 +82,7 @@ def test_who_may_do_what(client: TestClient, action: str, role: str,
     headers, run_id, alert_id = world(client)
     method, path, body, allowed = ACTIONS[action]
     before = recorded()
-    reply = client.request(method, path.format(alert=alert_id), headers=headers[role],
+    reply = client.request(method, path.format(alert=alert_id, run=run_id), headers=headers[role],
                            follow_redirects=False, **_fill(body, run_id))
     if role in allowed:
         assert reply.status_code in (200, 303), reply.text
