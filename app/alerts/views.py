@@ -15,7 +15,7 @@ from app.alerts import egress, service
 from app.alerts.api import alert_or_404, alerts_json, run_of, who
 from app.alerts.models import AlertConfig, Delivery
 from app.alerts.rules import split_urls
-from app.auth.identity import AdminIdentity, CurrentIdentity, require_manage
+from app.auth.identity import AdminIdentity, CurrentIdentity, Identity, require_manage
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -39,8 +39,16 @@ def bell(request: Request, db: SessionDep) -> Response:
                                       {"count": service.open_unacknowledged(db)})
 
 
+def manageable(db: SessionDep, identity: Identity, run_ids: set[int]) -> set[int]:
+    """The runs whose alerts this person may acknowledge and mute (the page shows the buttons
+    only there; the routes refuse the rest with 403)."""
+    runs = db.scalars(select(Run).where(Run.id.in_(run_ids))).all() if run_ids else []
+    return {r.id for r in runs if identity.can_manage(r)}
+
+
 @router.get("/alerts", response_class=HTMLResponse)
-def alerts_page(request: Request, db: SessionDep, state: str = "open", severity: str = "",
+def alerts_page(request: Request, db: SessionDep, identity: CurrentIdentity,
+                state: str = "open", severity: str = "",
                 run: str = "") -> Response:
     state = state if state in STATES else "open"
     severity = severity if severity in SEVERITIES else ""
@@ -51,7 +59,9 @@ def alerts_page(request: Request, db: SessionDep, state: str = "open", severity:
     mutes = service.mutes_by_run(db, [r.id for r in runs])
     return templates.TemplateResponse(request, "alerts/list.html", {
         "alerts": alerts, "state": state, "severity": severity, "run_id": run_id,
-        "runs": runs, "mutes": mutes, "here": str(request.url.path) + (
+        "runs": runs, "mutes": mutes,
+        "manageable": manageable(db, identity, {a["run_id"] for a in alerts}),
+        "here": str(request.url.path) + (
             f"?{request.url.query}" if request.url.query else "")})
 
 

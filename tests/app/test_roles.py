@@ -103,6 +103,15 @@ def test_settings_links_are_shown_to_admins_only(client: TestClient) -> None:
         assert 'href="/settings/alerts"' in client.get(page).text
 
 
+def test_acknowledge_and_mute_buttons_are_shown_to_the_owner_and_admins_only(
+        client: TestClient) -> None:
+    world(client)
+    for who, shown in (("other", False), ("owner", True), ("admin", True)):
+        login(client, f"{who}@example.com")
+        page = client.get("/alerts").text
+        assert ("Acknowledge</button>" in page) is shown and ("Mute run" in page) is shown
+
+
 def test_development_mode_is_the_admin(client: TestClient) -> None:
     assert client.get("/settings/alerts").status_code == 200  # no account yet, on loopback
     assert 'href="/settings/alerts"' in client.get("/alerts").text
