@@ -51,17 +51,25 @@ UID_BASE = 2_000_000  # far above any real account; slots of one process are con
 SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
 PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/run/lock")
 
-# Inside the namespaces: private tmpfs over the world-writable directories, then the program.
-# "$0" is the interpreter, "$1" the source, "$2" the tmpfs size; any failed mount aborts the run.
+# Inside the namespaces: private tmpfs over the world-writable directories, empty read-only
+# tmpfs over the directories it must not read (the project, its data, homes), then the program
+# with no capabilities left (``setpriv``): uid 0 of its namespace, but it can trace, remount or
+# override permissions on nothing. Arguments: "$0" the interpreter, "$1" the source, "$2" the
+# tmpfs size, "$3" setpriv, then the paths to hide. Any failed mount after the first loop aborts.
 NS_SCRIPT = (
+    'py="$0"; src="$1"; size="$2"; setpriv="$3"; shift 3; '
     # Every mount read-only first (a failure is reported on stderr, not fatal: the uid and the
     # rlimits still hold), then fresh writable tmpfs where programs expect to write.
     'for m in $(cut -d" " -f5 /proc/self/mountinfo | sort -u); do '
     'mount -o remount,bind,ro "$m" 2>/dev/null || echo "sandbox: $m stays writable" >&2; done; '
-    'set -e; mount -t tmpfs -o "size=$2,mode=0700" tmpfs /tmp; '
+    'set -e; mount -t tmpfs -o "size=$size,mode=0700" tmpfs /tmp; '
     f'for d in {" ".join(PRIVATE_DIRS)}; do '
     'if [ -d "$d" ] && [ ! -L "$d" ]; then mount -t tmpfs -o size=1m tmpfs "$d"; fi; done; '
-    'cd /tmp; exec "$0" -I -S -c "$1"'
+    'for h in "$@"; do if [ -d "$h" ] && [ ! -L "$h" ]; then '
+    'mount -t tmpfs -o ro,size=4k,mode=0555 tmpfs "$h"; '
+    'elif [ -f "$h" ] && [ ! -L "$h" ]; then mount --bind /dev/null "$h"; fi; done; '
+    'cd /tmp; exec "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- '
+    '"$py" -I -S -c "$src"'
 )
 
 
@@ -117,6 +125,39 @@ def sandbox_python() -> str:
     return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
+def _sqlite_directory(url: str) -> list[str]:
+    """The folder of a SQLite database URL (the web app's, when it shares this host)."""
+    if not url.startswith("sqlite:///"):
+        return []
+    return [str(Path(url.removeprefix("sqlite:///").split("?")[0]).parent)]
+
+
+@functools.cache
+def hidden_paths() -> tuple[str, ...]:
+    """What a sandboxed program must not read, even world-readable: the project checkout (code,
+    ``.env``, ``var/`` with the database), the data directories, the database's folder, homes,
+    and ``$GRPODECK_SANDBOX_HIDE`` (``:``-separated). A path holding the sandbox's interpreter
+    stays visible (the program could not start otherwise)."""
+    from grpodeck.contract.tasks import ROOT, VAR
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    wanted = [ROOT, VAR, settings.runs_dir, settings.datasets_dir, settings.models_dir,
+              Path.home(), Path("/root"), Path("/home"),
+              *_sqlite_directory(os.environ.get("GRPODECK_DATABASE_URL", "")),
+              *(p for p in os.environ.get("GRPODECK_SANDBOX_HIDE", "").split(":") if p)]
+    python = Path(sandbox_python())
+    keep = {python.absolute(), python.resolve()}
+    out: list[str] = []
+    for raw in wanted:
+        path = Path(raw).absolute()
+        if path == Path("/") or any(k == path or k.is_relative_to(path) for k in keep):
+            continue
+        if str(path) not in out:
+            out.append(str(path))
+    return tuple(out)
+
+
 _slots: queue.SimpleQueue[int] = queue.SimpleQueue()
 for _i in range(SLOTS):
     _slots.put(_i)
@@ -149,7 +190,7 @@ def _command(source: str, limits: Limits, isolation: Isolation) -> list[str]:
     unshare = [shutil.which("unshare") or "unshare", "--user", "--map-root-user", "--net",
                "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
     return [*prlimit, *unshare, "/bin/sh", "-c", NS_SCRIPT, isolation.python, source,
-            f"{limits.tmpfs_mb}m"]
+            f"{limits.tmpfs_mb}m", shutil.which("setpriv") or "setpriv", *hidden_paths()]
 
 
 def _kill_group(pgid: int) -> None:

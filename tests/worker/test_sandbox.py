@@ -105,8 +105,12 @@ def test_memory_hog_gets_memory_error() -> None:
 
 
 def test_huge_output_is_capped() -> None:
-    value, reason, _ = score("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
-    assert (value, reason) == (0.0, "output limit")
+    """The completion's prints go to /dev/null (only the judge writes results), so a flood ends
+    at the timeout; a sandboxed program that floods its own stdout is cut at the cap."""
+    flood = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"
+    assert score(flood)[:2] == (0.0, "timeout")
+    result = sandbox.run_python(flood, limits=FAST)
+    assert result.status == "output_limit" and len(result.stdout) <= FAST.output_bytes
 
 
 def test_writing_outside_its_directory_fails(worker_state: dict[str, object]) -> None:
@@ -114,12 +118,15 @@ def test_writing_outside_its_directory_fails(worker_state: dict[str, object]) ->
     code = (f"open({str(victim)!r}, 'w').write('pwned')\n"
             "def f():\n    return 1")
     value, reason, _ = score(code)
-    # Its own uid may not even reach the file (a 0700 home): refused either way.
+    # The project directory is hidden (an empty tmpfs), or its own uid may not even reach the
+    # file (a 0700 home), or the file system is read-only: refused in every case.
     assert value == 0.0 and reason.startswith(("crashed: OSError: [Errno 30] Read-only file system",
-                                               "crashed: PermissionError"))
+                                               "crashed: PermissionError",
+                                               "crashed: FileNotFoundError"))
     # Read-only holds without the uid switch too (a worker that does not run as root).
     same_uid = sandbox.Isolation(namespaces=True, own_uid=False, python=sandbox.sandbox_python())
-    result = sandbox._run(f"open({str(victim)!r}, 'w').write('pwned')", "", FAST, same_uid, 0)
+    result = sandbox._run("open('/usr/grpodeck-escape', 'w').write('pwned')", "", FAST,
+                          same_uid, 0)
     assert result.status == "error" and "Read-only file system" in result.stderr
     # /tmp inside the sandbox is private: a file there never reaches the host's /tmp.
     value, reason, _ = score("open('/tmp/grpodeck-escape', 'w').write('x')\n"
@@ -175,9 +182,11 @@ def test_deep_recursion_scores_zero() -> None:
 def test_os_exit_inside_the_tests_is_not_a_pass() -> None:
     """Exit code 0 before the harness finished, or printing a fake verdict, scores 0."""
     value, reason, _ = score("import os\ndef f():\n    os._exit(0)")
-    assert (value, reason) == (0.0, "exited before the tests finished (exit code 0)")
+    assert (value, reason) == (
+        0.0, "failed test 1/1: SolutionGone: the solution's process exited (exit code 0)")
     value, reason, _ = score('print(\'x {"kind": "done"}\')\nimport os\nos._exit(0)')
-    assert (value, reason) == (0.0, "exited before the tests finished (exit code 0)")
+    assert (value, reason) == (
+        0.0, "crashed: SolutionGone: the solution's process exited (exit code 0)")
 
 
 def test_many_programs_run_in_parallel_up_to_the_cpu_count() -> None:
