@@ -121,8 +121,8 @@ def test_objects_exceptions_and_containers_cross_as_the_tests_expect() -> None:
             "    return (int(s), {s: [1.5, None, b'x']}, {1, 2}, float('inf'), 2 ** 100)\n")
     tests = ["s = Stack(); s.push(1); s.push(2)\nassert s.pop() == 2 and len(s) == 1",
              "assert parse('7') == (7, {'7': [1.5, None, b'x']}, {1, 2}, float('inf'), 2 ** 100)",
-             "try:\n    parse('')\nexcept ValueError as e:\n    assert str(e) == 'empty'\n"
-             "else:\n    raise AssertionError('no error')",
+             ("try:\n    parse('')\nexcept ValueError as e:\n    assert str(e) == 'empty'\n"
+              "else:\n    raise AssertionError('no error')"),
              "assert s.items == [1]"]
     outcomes, _ = run_unit_tests([code], [tests], partial=True, limits=FAST)
     assert (outcomes[0].score, outcomes[0].reason) == (1.0, None)
