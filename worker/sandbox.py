@@ -5,8 +5,10 @@ where it should not, open sockets or look for the worker's secrets. Each program
 
     prlimit (CPU, address space, file size, processes, no core)
       -> [own uid] unshare --user --map-root-user --net --pid --fork --kill-child --mount-proc
-         -> sh: every mount read-only; tmpfs on /tmp, /var/tmp, /dev/shm (+/run/lock); cd /tmp
-            -> python -I -S -c SOURCE     (standard library only, no site, no PYTHON* variables)
+         -> sh: every mount read-only; tmpfs on /tmp, /var/tmp, /dev/shm (+/run/lock); empty
+                read-only tmpfs over ``hidden_paths()`` (project, data, homes); cd /tmp
+            -> setpriv --no-new-privs --bounding-set=-all (no capabilities left)
+               -> python -I -S -c SOURCE  (standard library only, no site, no PYTHON* variables)
 
 What holds where (``isolation()`` says which mode this host got; the README repeats it):
 
@@ -16,7 +18,11 @@ What holds where (``isolation()`` says which mode this host got; the README repe
 * ``namespaces`` (user+net+pid+mount namespaces work here): no network at all (a fresh network
   namespace has only a down loopback); its own /proc and pid space, so it sees no worker process
   and every process it started dies with it; the whole file system is read-only to it and
-  /tmp-like directories are private tmpfs, so even at the worker's own uid it writes nothing.
+  /tmp-like directories are private tmpfs, so even at the worker's own uid it writes nothing;
+  the project checkout (with ``var/`` and the database), the data directories and homes are
+  empty to it; it holds no capability, so it cannot trace another sandboxed process (the
+  ``unit_tests`` judge) or undo a mount. Other world-readable host files (``/etc``, ``/usr``)
+  stay readable: the interpreter needs them.
 * ``own_uid`` (the worker runs as root): the program runs as an unused uid per parallel slot, so
   it cannot write the worker's files and the process limit really applies (root ignores
   RLIMIT_NPROC). A non-root worker keeps its uid: the program can then read what the worker's
@@ -111,7 +117,8 @@ class Isolation:
     def describe(self) -> str:
         parts = ["rlimits", "process-group kill", "scrubbed env", "capped output", "temp cwd"]
         parts += (["no network", "pid+mount namespaces", "read-only file system",
-                   "private /tmp"] if self.namespaces
+                   "private /tmp", "project/data/home hidden", "no capabilities"]
+                  if self.namespaces
                   else ["NO network isolation (namespaces unavailable)"])
         parts.append("own uid per slot" if self.own_uid else "worker's uid")
         return ", ".join(parts)

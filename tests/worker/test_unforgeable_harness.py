@@ -9,6 +9,8 @@ the real sandbox, exactly as in training.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from worker import sandbox
@@ -126,3 +128,16 @@ def test_objects_exceptions_and_containers_cross_as_the_tests_expect() -> None:
              "assert s.items == [1]"]
     outcomes, _ = run_unit_tests([code], [tests], partial=True, limits=FAST)
     assert (outcomes[0].score, outcomes[0].reason) == (1.0, None)
+
+
+def test_the_judge_holds_without_namespaces_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where namespaces are refused (Docker's default seccomp) the judge and the solution still
+    run apart, in the mode this host would fall back to: one uid for both (an unused one when the
+    worker is root), the judge undumpable, the solution without capabilities."""
+    mode = sandbox.Isolation(namespaces=False, own_uid=os.geteuid() == 0,
+                             python=sandbox.sandbox_python())
+    monkeypatch.setattr(sandbox, "isolation", lambda: mode)
+    for name in ("forged_emit", "reads_main_and_replays_the_nonce", "writes_to_fds_3_to_20",
+                 "sigkill_to_the_parent", "traces_the_judge"):
+        assert scored(HOSTILE[name])[0] == 0.0, name
+    assert scored("def f(x):\n    return x * x") == (1.0, None)
