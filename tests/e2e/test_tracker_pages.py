@@ -157,7 +157,7 @@ def test_test_alert_needs_a_destination_and_confirms_inline(desk: Page, live: St
     page.click("#save-destinations")
     expect(page.locator("#send-test")).to_be_disabled()
     expect(page.locator("#test-why")).to_contain_text("Add a destination")
-    page.fill("#f-urls", "json://127.0.0.1:9/nowhere")
+    page.fill("#f-urls", "json://alerts.example.com/hook")
     page.click("#save-destinations")
     expect(page.locator("#send-test")).to_be_enabled()
     page.evaluate("window.samePage = true")
