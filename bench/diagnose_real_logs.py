@@ -40,7 +40,8 @@ EXPECT = {
         {"stalled", "kl_blowup", "length_collapse", "reward_hacking"}),
     "minesweeper_agent.trainer_state.json": (
         "stalled from ~60; completions at the 128 cap (truncation)", "warning",
-        {"stalled", "length_explosion"}, {"entropy_collapse", "kl_blowup", "kl_spike"}),
+        {"stalled", "truncation"},  # pinned at the cap, no growth: not a length explosion
+        {"entropy_collapse", "kl_blowup", "kl_spike", "length_explosion"}),
     "qwen7b_gsm8k_saturated.console.log": (
         "zero reward spread, too easy", "warning", {"zero_reward_spread"},
         {"entropy_collapse"}),
