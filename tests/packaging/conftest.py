@@ -23,6 +23,8 @@ import pytest
 from uv import find_uv_bin
 
 from app.core.config import ROOT
+from tests.locked_stack import ADMIN, cli, locked_stack
+from tests.stack import Stack
 from tests.test_compose import context
 
 SERVER_STACK = ("fastapi", "sqlalchemy", "celery", "alembic", "uvicorn", "apprise")
@@ -132,3 +134,23 @@ def client_venv(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Pat
     venv = tmp_path_factory.mktemp("client-venv")
     shutil.rmtree(venv)
     return new_venv(venv, "grpodeck-client[trl]==0.1.0", find_links=[wheels.folder])
+
+
+@dataclass(frozen=True)
+class KeyedDeck:
+    """A live Deck that requires login (tests/locked_stack.py) and an API key for it."""
+
+    stack: Stack
+    key: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@pytest.fixture(scope="session")
+def keyed_deck(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedDeck]:
+    with locked_stack(tmp_path_factory.mktemp("keyed-deck")) as stack:
+        made = cli("user", "api-key", ADMIN, "--name", "training-node", env=stack.env)
+        assert made.returncode == 0, made.stderr
+        yield KeyedDeck(stack, made.stdout.strip())
