@@ -46,5 +46,10 @@ def data_files(root: Path) -> dict[str, str]:
 
 class DataHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if version != "editable":
-            build_data["force_include"].update(data_files(Path(self.root)))
+        if version == "editable":
+            return
+        files = data_files(Path(self.root))
+        if self.target_name == "sdist":  # the sources as they are, plus the served npm files
+            files = {src: dst.removeprefix("app/_data/") for src, dst in files.items()
+                     if dst.startswith("app/_data/node_modules/")}
+        build_data["force_include"].update(files)
