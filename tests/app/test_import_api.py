@@ -9,6 +9,7 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from grpodeck.client.upload import folder_archive
@@ -98,3 +99,20 @@ def test_an_archive_that_unpacks_to_far_more_than_it_weighs_is_refused(
     bomb = _tar({"run/trainer_state.json": STATE, "run/zeros.log": b"\0" * 20_000_000})
     reply = client.post("/api/imports", files={"archive": ("run.tar.gz", bomb)})
     assert reply.status_code == 422 and "50x" in reply.json()["detail"], reply.text
+
+
+def test_an_upload_gets_the_upload_limit_not_the_json_one(client: TestClient,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1 MB log passes (the JSON API's limit is 256 KiB); one over the upload limit is a 413
+    before it is read."""
+    from app.core.config import get_settings
+    from app.main import create_app
+
+    big = json.dumps(trainer_state(range(1, 6000), reward=0.5, loss=0.1, kl=0.01)).encode()
+    assert 256 * 1024 < len(big) < 200 * 1024 * 1024
+    assert client.post("/api/imports", files={"log": ("big.json", big)}).status_code == 201
+    monkeypatch.setenv("GRPODECK_UPLOAD_MAX_BODY_BYTES", "100000")
+    get_settings.cache_clear()
+    small = TestClient(create_app(), base_url="http://127.0.0.1")
+    reply = small.post("/api/imports", files={"log": ("big.json", big)})
+    assert reply.status_code == 413 and "97.6562 KiB" in reply.json()["detail"], reply.text
