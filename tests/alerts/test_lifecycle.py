@@ -11,6 +11,7 @@ from sqlalchemy import select
 from app.alerts.models import Delivery
 from app.core.db import get_sessionmaker
 from app.health.watch import check_live_runs
+from app.runs.models import Run
 from tests.alerts.helpers import alerts, finish, healthy, report, start_run, zero_spread
 
 HOOK = "webhook+http://127.0.0.1:9/hook"
@@ -164,8 +165,11 @@ def test_the_launch_form_stores_the_runs_alert_rules(client: TestClient) -> None
     assert page.status_code == 303, page.text
     run_id = int(page.headers["location"].rsplit("/", 1)[1])
     rules = client.get(f"/api/runs/{run_id}").json()["spec"]["alerts"]
-    assert rules == {"urls": ["json://127.0.0.1:9/a", "ntfy://topic"],
+    assert rules == {"urls": ["json://127.0.0.1:9/***", "ntfy://topic/***"],  # shown masked
                      "min_severity": "critical", "ignore": ["reward_hacking", "stalled"]}
+    with get_sessionmaker()() as db:  # stored in full: the sender needs them
+        assert db.get(Run, run_id).spec["alerts"]["urls"] == ["json://127.0.0.1:9/a",
+                                                               "ntfy://topic"]
 
 
 def test_a_severity_change_updates_the_same_alert_and_escalation_is_messaged(

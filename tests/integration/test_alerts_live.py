@@ -37,6 +37,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, receiver: HttpReceiver) -> It
     stack = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
                   workdir, scheduler=True, extra_env={
                       "GRPODECK_ALERT_URLS": f"webhook+{receiver.url('/hook')}",
+                      "GRPODECK_ALERT_ALLOW_HOSTS": "127.0.0.1",  # the receiver's loopback
                       "GRPODECK_ALERT_RETRY_SECONDS": "1", "GRPODECK_LOST_CHECK_SECONDS": "2",
                       "GRPODECK_LOST_AFTER_SECONDS": "15",
                       "GRPODECK_ALERT_POLL_SECONDS": "0.2", "GRPODECK_ALERT_TIMEOUT_SECONDS": "300"})
