@@ -167,10 +167,19 @@ def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="p
 
 @cli.command("import")
 def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None,
-               map_: MapOption = None) -> None:
+               map_: MapOption = None,
+               url: Annotated[str | None, typer.Option(
+                   help="upload to the Deck at this address (POST /api/imports) instead of "
+                        "writing the database")] = None,
+               api_key: Annotated[str | None, typer.Option(
+                   envvar="GRPODECK_API_KEY", help="API key for --url")] = None) -> None:
     """Store a training log as an imported run (charts and findings in the dashboard); a
     trackio project (``$TRACKIO_DIR/<project>.db``) becomes one run per trackio run. A TRL
-    output folder's run is named after the folder and keeps its saved training arguments."""
+    output folder's run is named after the folder and keeps its saved training arguments.
+    With ``--url`` the log is uploaded over HTTP: no database access needed."""
+    if url:
+        _upload(url, api_key, path, name, map_)
+        return
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
     from app.runs.imports import import_path
@@ -187,6 +196,21 @@ def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run na
         for run in runs:
             typer.echo(f"imported run {run.id} ({run.verdict}): "
                        f"{get_settings().public_url}/runs/{run.id}")
+
+
+def _upload(url: str, api_key: str | None, path: Path, name: str | None,
+            map_: list[str] | None) -> None:
+    """``import --url``: what ``grpodeck-client import`` does."""
+    from grpodeck.client.upload import UploadError, upload_log
+
+    _mapping(map_)  # a bad --map is refused here, before anything is sent
+    try:
+        runs = upload_log(url, api_key, path, name, map_)
+    except (UploadError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for run in runs:
+        typer.echo(f"imported run {run['id']} ({run['verdict']}): {run['url']}")
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import (
     compare,
+    import_api,
     import_views,
     list_views,
     presets,
@@ -57,6 +58,7 @@ def create_app() -> FastAPI:
     app.include_router(rollout_views.router)
     app.include_router(alerts_api.router)
     app.include_router(alert_views.router)
+    app.include_router(import_api.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(list_views.router)
     app.include_router(compare.router)  # before views: /runs/compare is not a run id

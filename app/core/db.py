@@ -20,7 +20,8 @@ from fastapi import Depends
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-from app.core.config import ROOT, get_settings
+from app.core.config import get_settings
+from app.core.resources import data_path
 
 
 class Base(DeclarativeBase):
@@ -178,4 +179,7 @@ def migrate() -> None:
     from alembic import command
     from alembic.config import Config
 
-    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
+    config = Config(str(data_path("alembic.ini")))
+    # explicit, so a wheel's copy (app/_data) never depends on the ini's %(here)s
+    config.set_main_option("script_location", str(data_path("migrations")))
+    command.upgrade(config, "head")

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
 from app.core.assets import asset
-from app.core.config import ROOT
+from app.core.resources import data_path
 from app.health.stability import label as verdict_label
 
 
@@ -59,7 +59,7 @@ def _identity(request: Request) -> dict[str, Any]:
     return {"identity": identity_of(request)}
 
 
-templates = Jinja2Templates(directory=str(ROOT / "templates"), context_processors=[_identity])
+templates = Jinja2Templates(directory=str(data_path("templates")), context_processors=[_identity])
 
 
 def verdict_of(run: Any) -> tuple[str, str]:
