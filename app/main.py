@@ -8,7 +8,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from app.alerts import api as alerts_api
 from app.alerts import views as alert_views
 from app.auth import views as auth_views
-from app.core import limits
+from app.core import busy, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
 from app.core.docs import install_docs
 from app.core.error_pages import install as install_error_pages
@@ -39,6 +39,7 @@ def create_app() -> FastAPI:
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
+    busy.install(app)  # a database lock wait is 503 + Retry-After, not a 500
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(presets.router)

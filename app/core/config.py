@@ -30,6 +30,10 @@ class Settings(BaseSettings):
         20, description="PostgreSQL connections kept open per web process; with max_overflow it "
         "should cover the request thread pool (40), or requests queue for a connection")
     database_max_overflow: int = 20
+    database_lock_timeout_seconds: float = Field(
+        10.0, gt=0, description="how long a request waits for a lock another transaction or "
+        "process holds (SQLite's busy timeout, PostgreSQL's lock_timeout) before it is answered "
+        "503 + Retry-After")
     queue: str = DEFAULT_QUEUE
     public_url: str = Field(
         "http://127.0.0.1:8000",
