@@ -26,6 +26,7 @@ import httpx
 
 from grpodeck.client.retry import RETRY_STATUSES, retry_after
 from worker.celery_app import celery_app
+from worker.supervise import redact_paths
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,8 @@ def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url
                                  + done.stderr[-8000:]}
         except subprocess.TimeoutExpired:
             body = {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was stopped"}
+    if isinstance(body.get("error"), str):
+        body["error"] = redact_paths(body["error"])
     _post(report_url, dry_run_id, ticket, body)
 
 
