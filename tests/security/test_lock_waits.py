@@ -125,3 +125,25 @@ def test_a_reporter_loses_nothing_while_another_process_holds_the_lock_20_s(
     assert answers[503] >= 1, answers  # the lock was really met...
     assert set(answers) <= {200, 503}, answers  # ...and answered busy, never another 5xx
     assert sender.state.rows_dropped == 0
+
+
+def test_the_workers_run_client_waits_out_a_held_lock(deck) -> None:  # type: ignore[no-untyped-def]
+    """The worker's own calls (metrics replay, the run's end) retry the 503 until stored."""
+    from worker.run_client import RunClient
+
+    made = httpx.post(f"{deck.url}/api/runs", json={"source": "external", "name": "locked-w"})
+    run = made.json()
+    client = RunClient(deck.url, run["id"], deadline=120, timeout=30)
+    client._http.headers["Authorization"] = f"Bearer {run['token']}"
+    answers: Counter[int] = Counter()
+    client._http.event_hooks = {"response": [lambda r: answers.update([r.status_code])]}
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, deck.database_url.split("///")[1],
+                               "12"], stdout=subprocess.PIPE, text=True)
+    assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+    client.report([{"step": 1, "metrics": {"reward": 0.5}}])
+    client.finished(0, None, None)
+    locker.wait(timeout=60)
+    client.close()
+    assert answers[503] >= 1 and set(answers) <= {200, 503}, answers
+    assert httpx.get(f"{deck.url}/api/runs/{run['id']}/metrics").json()["reward"]["steps"] == [1]
+    assert httpx.get(f"{deck.url}/api/runs/{run['id']}").json()["status"] == "succeeded"
