@@ -41,7 +41,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
     refuse_unsafe_bind(host)
     # Idle connections stay open well past clients' own 5 s expiry (httpx): at equal timeouts a
     # reporter's request can meet the server closing that connection (ReadError in bench/load.py).
-    uvicorn.run("app.main:app", host=host, port=port, log_level="info", timeout_keep_alive=65)
+    # proxy_headers=False: uvicorn would believe X-Forwarded-For from 127.0.0.1 by default; the
+    # app believes it only from GRPODECK_TRUSTED_PROXIES (app.main.trust_forwarded_headers).
+    uvicorn.run("app.main:app", host=host, port=port, log_level="info", timeout_keep_alive=65,
+                proxy_headers=False)
 
 
 def worker_command(concurrency: int = 1) -> list[str]:

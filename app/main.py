@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.alerts import api as alerts_api
 from app.alerts import views as alert_views
 from app.auth import views as auth_views
-from app.core import limits
+from app.core import busy, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
+from app.core.config import get_settings
 from app.core.docs import install_docs
 from app.core.error_pages import install as install_error_pages
 from app.datasets import api as datasets_api
@@ -35,12 +37,24 @@ from app.runs import (
 from app.security import install as install_security
 
 
+def trust_forwarded_headers(app: FastAPI) -> None:
+    """X-Forwarded-For/-Proto only from the proxies GRPODECK_TRUSTED_PROXIES lists (added last:
+    outermost, so the sign-in throttle and every log see the client the proxy names). Without
+    the setting the headers are ignored: anyone can send them, and believing them from loopback
+    (uvicorn's default, which `grpodeck serve` turns off) let any local process, or anything a
+    local proxy forwards, pick a fresh address for every guessed password."""
+    trusted = [host.strip() for host in get_settings().trusted_proxies.split(",") if host.strip()]
+    if trusted:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="GRPO Deck", version="0.1.0", docs_url=None,
                   redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
+    busy.install(app)  # a database lock wait is 503 + Retry-After, not a 500
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(presets.router)
@@ -74,6 +88,7 @@ def create_app() -> FastAPI:
     # gzip for pages, JSON and static files alike (plotly-cartesian.min.js: 1.5 MB -> about 0.5 MB); added last,
     # so it wraps everything, the security headers included
     app.add_middleware(GZipMiddleware, minimum_size=1_000, compresslevel=6)
+    trust_forwarded_headers(app)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

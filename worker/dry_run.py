@@ -24,12 +24,14 @@ from typing import Any
 
 import httpx
 
+from grpodeck.client.retry import RETRY_STATUSES, retry_after
 from worker.celery_app import celery_app
+from worker.supervise import redact_paths
 
 log = logging.getLogger(__name__)
 
 CHILD_TIMEOUT_S = 900  # model download + sampling; a hub model on CPU can take minutes
-POST_ATTEMPTS = 5
+POST_ATTEMPTS = 10  # a database locked for a while answers 503 + Retry-After several times
 TEXT_CHARS = 4_000
 
 
@@ -180,7 +182,11 @@ def _post(report_url: str, dry_run_id: int, ticket: str, body: dict[str, Any]) -
             reply = httpx.post(url, json=body, headers={"Authorization": f"Bearer {ticket}"},
                                timeout=30)
         except httpx.TransportError:
-            time.sleep(2 ** attempt)
+            time.sleep(min(30, 2 ** attempt))
+            continue
+        if reply.status_code in RETRY_STATUSES or reply.status_code >= 500:
+            # 503 while the database is locked: the same result again, when the server says
+            time.sleep(retry_after(reply) or min(30, 2 ** attempt))
             continue
         if reply.status_code == 401:  # already answered (a redelivered task): nothing to do
             log.info("dry run %s: result refused: %s", dry_run_id, reply.text)
@@ -209,6 +215,8 @@ def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url
                                  + done.stderr[-8000:]}
         except subprocess.TimeoutExpired:
             body = {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was stopped"}
+    if isinstance(body.get("error"), str):
+        body["error"] = redact_paths(body["error"])
     _post(report_url, dry_run_id, ticket, body)
 
 
