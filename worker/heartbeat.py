@@ -40,7 +40,7 @@ def post_heartbeat(client: httpx.Client, heartbeat: Heartbeat, quiet: bool = Fal
         return False
     if reply.status_code >= 400:
         if not quiet:
-                log.warning("heartbeat refused (%s): %s", reply.status_code, reply.text[:300])
+            log.warning("heartbeat refused (%s): %s", reply.status_code, reply.text[:300])
         return False
     return True
 

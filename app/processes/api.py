@@ -56,7 +56,7 @@ def _required(strict: bool, require: str | None) -> set[str]:
     wanted |= {k.strip() for k in (require or "").split(",") if k.strip()}
     unknown = wanted - set(KINDS)
     if unknown:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY,
+        raise HTTPException(422,
                             f"require: unknown process kind(s) {sorted(unknown)}; known: "
                             f"{', '.join(KINDS)}")
     return wanted

@@ -85,14 +85,15 @@ def statuses(db: Session) -> dict[str, KindStatus]:
     return out
 
 
-_cache: tuple[float, list[str]] = (0.0, [])
+_cache: dict[str, tuple[float, list[str]]] = {}  # database URL -> (when, messages)
 
 
 def banner_messages(db: Session) -> list[str]:
-    """The banner's lines; cached a few seconds per web process (every page asks)."""
-    global _cache
-    if time.monotonic() - _cache[0] < CACHE_SECONDS:
-        return _cache[1]
-    messages = [MESSAGES[k] for k, s in statuses(db).items() if s.stale]
-    _cache = (time.monotonic(), messages)
+    """The banner's lines; cached a few seconds per web process and database (every page
+    asks)."""
+    key = get_settings().database_url
+    when, messages = _cache.get(key, (0.0, []))
+    if time.monotonic() - when >= CACHE_SECONDS:
+        messages = [MESSAGES[k] for k, s in statuses(db).items() if s.stale]
+        _cache[key] = (time.monotonic(), messages)
     return messages
