@@ -32,11 +32,14 @@ def test_a_dying_child_is_restarted_and_each_restart_logged(caplog: pytest.LogCa
                   backoff=Backoff(initial=0.05, cap=0.1))
     supervisor = Supervisor([child], poll_seconds=0.02)
     pids: set[int] = set()
+    loops = 0
 
     def sleep(seconds: float) -> None:  # the loop's pause: stop once it restarted twice
+        nonlocal loops
         assert child.proc is not None
         pids.add(child.proc.pid)
-        if child.restarts >= 2 and child.proc.poll() is not None:
+        loops += 1
+        if (child.restarts >= 2 and child.proc.poll() is not None) or loops > 2000:
             supervisor.stopping = True
         time.sleep(seconds)
 
