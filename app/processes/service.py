@@ -80,7 +80,9 @@ def statuses(db: Session) -> dict[str, KindStatus]:
     out: dict[str, KindStatus] = {}
     for kind in KINDS:
         seen = _aware(latest.get(kind))
-        since = seen or (WEB_STARTED_AT if kind in expected else None)
+        since = seen
+        if kind in expected:  # a grace after this web app starts, for its children to beat
+            since = max(seen, WEB_STARTED_AT) if seen else WEB_STARTED_AT
         out[kind] = KindStatus(kind, seen, since is not None and now - since > limit)
     return out
 
