@@ -123,7 +123,9 @@ def _stop(up: Up) -> None:
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
-    running = _start_up(tmp_path_factory.mktemp("up"))
+    # With a worker secret the web app takes only heartbeats that carry it, from loopback too:
+    # the worker's beats arriving proves both ends read it
+    running = _start_up(tmp_path_factory.mktemp("up"), GRPODECK_WORKER_SECRET="up-test-secret")
     try:
         _wait(lambda: running.heartbeat("worker") and running.heartbeat("scheduler"),
               "the first heartbeats", 120)
