@@ -33,6 +33,7 @@ from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.presets import preset_or_404
 from app.runs.progress import progress
+from app.runs.rewards_api import custom_listing
 from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
@@ -55,7 +56,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
             "summary": error_summary(errors), "presets": PRESETS,
             "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
-            "workers": worker_reports()}
+            "workers": worker_reports(), "custom_rewards": custom_listing()}
 
 
 def _default_values() -> dict[str, Any]:
