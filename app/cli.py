@@ -84,16 +84,27 @@ def _child_environment(host: str, port: int) -> None:
         os.environ["GRPODECK_EXPECT_PROCESSES"] = "scheduler,worker"
 
 
+def _log_supervision() -> None:
+    """Every start, death and stop of a child, with the time, on stderr (alembic's logging
+    configuration, applied by migrate, keeps only warnings and has no timestamps)."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(name)s] %(message)s"))
+    logger = logging.getLogger("grpodeck.up")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     """Dashboard, one worker and the scheduler together, each restarted when it dies (with
     backoff, logged): the one-command local setup (``app.supervisor``)."""
-    import logging
-
     from app.supervisor import Child, Supervisor
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    migrate()
+    migrate()  # configures logging from alembic.ini (root at WARNING)
+    _log_supervision()
     refuse_unsafe_bind(host)
     _child_environment(host, port)
     Supervisor([Child("web", serve_command(host, port)), Child("worker", worker_command()),

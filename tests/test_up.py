@@ -228,6 +228,21 @@ def test_killing_up_with_sigkill_takes_its_children_with_it(tmp_path: Path) -> N
         _stop(up)
 
 
+def test_sigterm_to_up_stops_every_child_before_it_exits(tmp_path: Path) -> None:
+    """What `docker stop` or systemd sends: up stops its children itself and exits cleanly
+    (not killed by the signal with its children left to the kernel)."""
+    up = _start_up(tmp_path)
+    try:
+        children = _children(up.proc.pid)
+        assert len(children) == 3, children
+        up.proc.send_signal(signal.SIGTERM)
+        assert up.proc.wait(timeout=90) == 0
+        assert not any(_alive(pid) for pid in children)
+        assert "SIGTERM: stopping every child" in up.log()
+    finally:
+        _stop(up)
+
+
 def _up_listening(port: int) -> bool:
     try:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
