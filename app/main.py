@@ -19,6 +19,7 @@ from app.datasets import views as dataset_views
 from app.dryruns import api as dry_runs_api
 from app.dryruns import views as dry_run_views
 from app.health import api as health_api
+from app.processes import api as processes_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
@@ -66,6 +67,8 @@ def create_app() -> FastAPI:
     app.include_router(dry_runs_api.report_router)
     app.include_router(dry_run_views.router)
     app.include_router(health_api.router)
+    app.include_router(processes_api.router)
+    app.include_router(processes_api.health_router)
     app.include_router(datasets_api.router)
     app.include_router(dataset_views.router)
     app.include_router(rollouts_api.router)
@@ -79,7 +82,8 @@ def create_app() -> FastAPI:
     app.include_router(smoke.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
-    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router])
+    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router,
+                                                processes_api.router])
     install_docs(app)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),
@@ -89,10 +93,6 @@ def create_app() -> FastAPI:
     # so it wraps everything, the security headers included
     app.add_middleware(GZipMiddleware, minimum_size=1_000, compresslevel=6)
     trust_forwarded_headers(app)
-
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
     return app
 

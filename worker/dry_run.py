@@ -2,9 +2,10 @@
 spec's model, score them with every reward, train nothing, and post the scores back.
 
 The Celery task (``grpodeck.dry_run``, sent by name from the web app) runs the sampling in a
-child process (``python -m worker.dry_run``): a model that exhausts memory or a reward that
-crashes the interpreter takes the child down, not the worker, and the built-ins' offline
-switches take effect before any Hugging Face library is imported. A reward that raises is not
+child process (``python -m worker.dry_run``) that dies with the worker (``lifeline``): a model
+that exhausts memory or a reward that crashes the interpreter takes the child down, not the
+worker, and the built-ins' offline switches take effect before any Hugging Face library is
+imported. A reward that raises is not
 a failure of the dry run: its traceback is the answer, with whatever was scored before.
 """
 
@@ -14,6 +15,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,7 @@ import httpx
 from grpodeck.client.retry import RETRY_STATUSES, retry_after
 from worker.celery_app import celery_app
 from worker.supervise import redact_paths
+from worker.training.child import SUPERVISOR_ENV
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +210,8 @@ def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url
             done = subprocess.run(
                 [sys.executable, "-m", "worker.dry_run", "--spec", str(spec_path),
                  "--prompts", str(prompts), "--out", str(out_path)],
-                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False,
+                env={**os.environ, SUPERVISOR_ENV: str(os.getpid())})
             if done.returncode == 0 and out_path.exists():
                 body = json.loads(out_path.read_text())
             else:
@@ -226,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    if os.environ.get(SUPERVISOR_ENV):  # die with the worker that waits for us (even kill -9)
+        from worker.training.lifeline import tie_to_parent
+
+        tie_to_parent(int(os.environ[SUPERVISOR_ENV]))
     try:
         result = dry_run(json.loads(Path(args.spec).read_text()), args.prompts)
     except Exception:  # noqa: BLE001 - the model or dataset did not load: that is the answer

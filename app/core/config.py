@@ -97,6 +97,19 @@ class Settings(BaseSettings):
     web_health_url: str | None = Field(
         None, description="where the scheduler checks that the web app answers (the lost-run "
         "check pauses while it does not); defaults to the workers' report URL")
+    heartbeat_seconds: float = Field(
+        10.0, description="how often the scheduler records its heartbeat (workers: the same "
+        "variable, on their side)")
+    heartbeat_stale_seconds: float = Field(
+        60.0, description="a scheduler, or every worker, silent this long shows a banner on every "
+        "page and fails /healthz?strict=1")
+    expect_processes: str = Field(
+        "", description="comma-separated kinds (scheduler, worker) this deployment runs: one never "
+        "heard from within heartbeat_stale_seconds of the web app's start is reported too. "
+        "Otherwise only a process that beat once and then fell silent is (`grpodeck up` sets both)")
+    worker_secret: str | None = Field(
+        None, description="shared secret workers send with their heartbeat (Bearer); unset, only "
+        "heartbeats from this machine (loopback) are accepted")
     alert_urls: str = Field(
         "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
         "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")
