@@ -39,6 +39,10 @@
   // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
   function isRaw(t) { return t.meta === undefined || t.meta === null; }
 
+  // The metric a trace draws: its legendgroup. Its name is the legend text, HTML-escaped by the
+  // server (plotly renders markup in names), so a metric called "a<b" is not its name.
+  function metricOf(t) { return t.legendgroup || t.name; }
+
   function panelCharts() {
     var panel = document.getElementById("charts-panel");
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
@@ -61,7 +65,7 @@
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
              y: raw.y.map(function (v) { return emaStep(state, v, w); }),
-             yaxis: raw.yaxis, mode: "lines", legendgroup: raw.name, line: { color: color, width: 2 },
+             yaxis: raw.yaxis, mode: "lines", legendgroup: metricOf(raw), line: { color: color, width: 2 },
              hovertemplate: "%{y:.4~g} (smoothed)" };
   }
 
@@ -76,7 +80,7 @@
         Object.assign(tr, { line: Object.assign({}, t.line, { color: color }),
                             marker: Object.assign({}, t.marker, { color: color }),
                             mode: n > MARKERS_UP_TO ? "lines" : "lines+markers",
-                            legendgroup: t.name, opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
+                            legendgroup: metricOf(t), opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
                             hovertemplate: w > 0 ? "%{y:.4~g} (raw)" : "%{y:.4~g}" });
         raws.push({ index: data.length, color: color });
       }
@@ -155,7 +159,7 @@
     var names = [];
     charts.forEach(function (el) {
       (el.data || []).forEach(function (t) {
-        if (isRaw(t) && names.indexOf(t.name) < 0) names.push(t.name);
+        if (isRaw(t) && names.indexOf(metricOf(t)) < 0) names.push(metricOf(t));
       });
     });
     return names;
@@ -166,7 +170,7 @@
     // for the server's figure, which adds the NaN/inf markers and the note under the chart.
     var xs = [], ys = [], idx = [], last = -Infinity, total = 0, base = el.data.length - el._smoothOf.length;
     el.data.forEach(function (t, i) {
-      var s = series[t.name];
+      var s = series[metricOf(t)];
       if (!isRaw(t) || !s || !s.steps.length) return;
       var y = s.values.map(function (v) {
         if (typeof v === "number") return v;

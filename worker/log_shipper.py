@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grpodeck.contract.wire import MAX_LOG_CHUNK, STAGE_PREFIX, LogBatch, LogChunk
 from worker.run_client import RunClient
+from worker.supervise import redact_paths
 
 log = logging.getLogger(__name__)
 STREAMS = ("stdout", "stderr")
@@ -44,7 +45,7 @@ class LogShipper:
             data = b""
         if not data:
             return None, start
-        text = data.decode("utf-8", "replace")
+        text = redact_paths(data.decode("utf-8", "replace"))  # as the error tail (issue 22)
         return LogChunk(stream=stream, offset=start, text=text), start + len(data)
 
     def _stage_in(self, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,15 @@ MAX_NOTE_STEPS = 8  # steps listed per metric and kind under a chart; the rest a
 MAX_MARKERS = 1_000  # a run that diverged for good draws an evenly thinned row of markers
 
 
+def plot_text(text: str) -> str:
+    """Text for a plotly title, legend entry or hover label, escaped.
+
+    Plotly renders a subset of HTML in those strings (``<a href>`` becomes a live link, ``<b>``,
+    ``<br>``...) and decodes entities, so a metric or run name taken as is could put a link or
+    markup inside a chart; escaped, it is shown literally, exactly as it was logged."""
+    return html.escape(text, quote=False)
+
+
 def nonfinite_kind(value: float) -> str:
     return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
@@ -57,8 +67,9 @@ def _trace(name: str, series: Series, secondary: bool) -> dict[str, Any]:
     """One metric's line; non-finite values become gaps (null: JSON has no NaN)."""
     values = [v if math.isfinite(v) else None for v in series.values]
     mode = "lines+markers" if len(values) <= MARKERS_UP_TO else "lines"
-    return {"type": "scatter", "x": series.steps, "y": values, "name": name,
-            "mode": mode, "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
+    # legendgroup keeps the metric's own name: static/charts.js asks for new points by it
+    return {"type": "scatter", "x": series.steps, "y": values, "name": plot_text(name),
+            "legendgroup": name, "mode": mode, "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
 
 
 def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tuple[str, int, str]]:
@@ -76,7 +87,8 @@ def nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
             "text": [k for _, _, k in points], "textposition": "top center",
             "textfont": {"size": 9, "color": "#b91c1c"},
             "marker": {"symbol": "x", "size": 9, "color": "#dc2626"},
-            "hovertext": [f"{n}: {k} at step {s}" for n, s, k in points], "hoverinfo": "text"}
+            "hovertext": [plot_text(f"{n}: {k} at step {s}") for n, s, k in points],
+            "hoverinfo": "text"}
 
 
 def nonfinite_note(points: list[tuple[str, int, str]], several: bool) -> str | None:

@@ -25,7 +25,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from app.charts.figures import NONFINITE_AXIS, PLAIN_LAYOUT, nonfinite_kind, nonfinite_trace
+from app.charts.figures import (
+    NONFINITE_AXIS,
+    PLAIN_LAYOUT,
+    nonfinite_kind,
+    nonfinite_trace,
+    plot_text,
+)
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -100,14 +106,15 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         if s is None:
             continue
         label = f"#{run.id} {run.name}"
-        data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
+        data.append({"type": "scatter", "mode": "lines", "name": plot_text(label),
+                     "uid": f"run-{run.id}",
                      "x": s.steps, "y": [v if math.isfinite(v) else None for v in s.values],
                      "line": {"color": COLORS[i % len(COLORS)], "width": 1.6},
                      "meta": run.id})
         bad += [(label, step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
                                                                     strict=True)
                 if not math.isfinite(v)]
-    layout = {**PLAIN_LAYOUT, "title": {"text": metric, "font": {"size": 14}, "x": 0.02,
+    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(metric), "font": {"size": 14}, "x": 0.02,
                                         "xanchor": "left"},
               "margin": {**PLAIN_LAYOUT["margin"], "t": 36},  # room for the title
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,

@@ -1,7 +1,7 @@
 """run_log_chunks (the training child's stdout/stderr) and runs.stage
 
 Revision ID: pages_0001
-Revises: experiments_0001
+Revises: sup_0001
 Create Date: 2026-12-01 20:30:00
 
 The column is added in place (never batch mode: on SQLite that rebuilds ``runs`` and its ON
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "pages_0001"
-down_revision = "experiments_0001"
+down_revision = "sup_0001"
 branch_labels = None
 depends_on = None
 
