@@ -39,6 +39,14 @@
   // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
   function isRaw(t) { return t.meta === undefined || t.meta === null; }
 
+  // A summary's min-max band ("band" traces, static/chartkit.js), in its line's colour.
+  function isBand(t) { return t.meta === "band"; }
+
+  function tint(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+
   function panelCharts() {
     var panel = document.getElementById("charts-panel");
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
@@ -70,14 +78,16 @@
     var w = prefs.smoothing, data = [], raws = [], key = el.id.replace(/^chart-/, "");
     fig.data.filter(function (t) { return t.meta !== "smoothed"; }).forEach(function (t) {
       var tr = Object.assign({}, t);
-      if (isRaw(t)) {
+      if (isBand(t)) {  // drawn before its line: the colour the line is about to get
+        tr.fillcolor = tint(COLORS[raws.length % COLORS.length], 0.18);
+      } else if (isRaw(t)) {
         var color = COLORS[raws.length % COLORS.length];
         var n = t.x.length;
         Object.assign(tr, { line: Object.assign({}, t.line, { color: color }),
                             marker: Object.assign({}, t.marker, { color: color }),
                             mode: n > MARKERS_UP_TO ? "lines" : "lines+markers",
                             legendgroup: t.name, opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
-                            hovertemplate: w > 0 ? "%{y:.4~g} (raw)" : "%{y:.4~g}" });
+                            hovertemplate: t.hovertemplate || ChartKit.RAW_HOVER });
         raws.push({ index: data.length, color: color });
       }
       data.push(tr);
@@ -133,6 +143,36 @@
     return a === b || (!!a && !!b && a[0] === b[0] && a[1] === b[1]);
   }
 
+  // --- zoom: the visible steps fetched again, at the finest resolution that fits ---
+  var zoomSeq = 0;
+
+  function refetch(charts, range) {
+    var panel = document.getElementById("charts-panel");
+    var drawn = charts.filter(function (el) { return el.data; });
+    var names = traceNames(drawn);
+    if (!panel || !names.length) return;
+    var seq = ++zoomSeq;
+    ChartKit.fetchRange(panel.dataset.run, names, range, Number(panel.dataset.maxPoints) || 2000)
+      .then(function (reply) {
+        if (seq !== zoomSeq) return;  // a newer zoom is on its way
+        drawn.forEach(function (el) { if (el.data) redrawSeries(el, reply.series); });
+      })
+      .catch(function () { /* the drawn points stay; the next zoom fetches again */ });
+  }
+
+  function redrawSeries(el, series) {
+    var data = [];
+    el.data.forEach(function (t) {
+      if (t.meta === "smoothed" || isBand(t)) return;  // rebuilt from the new lines
+      var s = isRaw(t) && series[t.name];
+      if (s) ChartKit.seriesTraces(t, s).forEach(function (u) { data.push(u); });
+      else data.push(t);
+    });
+    render(el, { data: data, layout: el._base });
+  }
+
+  var refetchSoon = ChartKit.debounce(refetch);
+
   function wire(el) {
     if (el._wired) return;
     el._wired = true;
@@ -140,7 +180,9 @@
       var range = xRangeOf(ev);
       if (range === undefined) return;
       el._xrange = range;
-      if (!prefs.linkX || sameRange(range, shared.range)) return;  // an echo of our own sync
+      if (!prefs.linkX) { refetchSoon([el], range); return; }
+      if (sameRange(range, shared.range)) return;  // an echo of our own sync
+      refetchSoon(panelCharts(), range);
       shared.range = range;
       panelCharts().forEach(function (other) {
         if (other === el || !other.layout) return;

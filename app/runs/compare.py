@@ -25,7 +25,14 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from app.charts.figures import NONFINITE_AXIS, PLAIN_LAYOUT, nonfinite_kind, nonfinite_trace
+from app.charts.figures import (
+    BAND_HOVER,
+    NONFINITE_AXIS,
+    PLAIN_LAYOUT,
+    RAW_HOVER,
+    nonfinite_kind,
+    nonfinite_trace,
+)
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -100,10 +107,14 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         if s is None:
             continue
         label = f"#{run.id} {run.name}"
+        color = COLORS[i % len(COLORS)]
+        data += band(run.id, label, color, s)
         data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
                      "x": s.steps, "y": [v if math.isfinite(v) else None for v in s.values],
-                     "line": {"color": COLORS[i % len(COLORS)], "width": 1.6},
-                     "meta": run.id})
+                     "line": {"color": color, "width": 1.6}, "legendgroup": label,
+                     "meta": run.id,
+                     "hovertemplate": BAND_HOVER if s.summarised else RAW_HOVER,
+                     "customdata": _band_data(s)})
         bad += [(label, step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
                                                                     strict=True)
                 if not math.isfinite(v)]
@@ -116,6 +127,32 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         data.append({**nonfinite_trace(sorted(bad, key=lambda p: p[1])), "uid": "nonfinite"})
         layout["yaxis3"] = NONFINITE_AXIS
     return {"data": data, "layout": layout}
+
+
+def band(run_id: int, label: str, color: str, s: Series) -> list[dict[str, Any]]:
+    """A summarised run's min-max band (two edges, the upper filled), under its mean line and
+    hidden with it (one legend group); none for raw points."""
+    if not s.summarised:
+        return []
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "x": s.steps,
+            "legendgroup": label, "showlegend": False, "hoverinfo": "skip",
+            "meta": f"band-{run_id}", "name": f"{label} min-max"}
+    fill = "rgba({},{},{},0.15)".format(*(int(color[k:k + 2], 16) for k in (1, 3, 5)))
+    return [{**edge, "uid": f"run-{run_id}-min", "y": _finite(s.lows or [])},
+            {**edge, "uid": f"run-{run_id}-max", "y": _finite(s.highs or []), "fill": "tonexty",
+             "fillcolor": fill}]
+
+
+def _finite(values: Sequence[float]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def _band_data(s: Series) -> list[list[float | int | None]] | None:
+    """Per point [min, max, steps] for a summary's tooltip."""
+    if not s.summarised:
+        return None
+    return [[lo, hi, n] for lo, hi, n in zip(_finite(s.lows or []), _finite(s.highs or []),
+                                             s.counts or [], strict=True)]
 
 
 def read_series(db: SessionDep, runs: Sequence[Run], chosen: list[str]
