@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from app.auth.identity import identity_of
 from app.core.assets import asset
 from app.core.config import ROOT
+from app.health.headline import key_number, plain
 from app.health.stability import label as verdict_label
 
 
@@ -69,4 +70,5 @@ def verdict_of(run: Any) -> tuple[str, str]:
 
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
 templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
-                             verdict=verdict_of)
+                             verdict=verdict_of, key_number=lambda f: key_number(f.category, f.evidence),
+                             plain=plain)
