@@ -57,6 +57,25 @@ window.ChartKit = (function () {
     });
   }
 
-  return { seriesTraces: seriesTraces, debounce: debounce, fetchRange: fetchRange,
+  // --- smoothing: TensorBoard's debiased EMA, so the first points are not pulled to 0 ---
+  function emaState() { return { last: 0, num: 0, lo: Infinity, hi: -Infinity }; }
+
+  function emaStep(state, v, w) {
+    if (typeof v !== "number" || !isFinite(v)) return null;
+    state.last = state.last * w + (1 - w) * v;
+    state.num += 1;
+    state.lo = Math.min(state.lo, v);
+    state.hi = Math.max(state.hi, v);
+    // An average of the values seen lies between them: clamping removes the rounding noise
+    // that would otherwise draw a constant metric (loss 0.1) as a zigzag on a 1e-16 scale.
+    return Math.min(state.hi, Math.max(state.lo, state.last / (1 - Math.pow(w, state.num))));
+  }
+
+  function ema(values, w) {
+    var state = emaState();
+    return values.map(function (v) { return emaStep(state, v, w); });
+  }
+
+  return { seriesTraces: seriesTraces, emaState: emaState, emaStep: emaStep, ema: ema, debounce: debounce, fetchRange: fetchRange,
            RAW_HOVER: RAW_HOVER, BAND_HOVER: BAND_HOVER };
 })();

@@ -52,19 +52,8 @@
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
   }
 
-  // --- smoothing: TensorBoard's debiased EMA, so the first points are not pulled to 0 ---
-  function emaStep(state, v, w) {
-    if (typeof v !== "number" || !isFinite(v)) return null;
-    state.last = state.last * w + (1 - w) * v;
-    state.num += 1;
-    state.lo = Math.min(state.lo, v);
-    state.hi = Math.max(state.hi, v);
-    // An average of the values seen lies between them: clamping removes the rounding noise
-    // that would otherwise draw a constant metric (loss 0.1) as a zigzag on a 1e-16 scale.
-    return Math.min(state.hi, Math.max(state.lo, state.last / (1 - Math.pow(w, state.num))));
-  }
-
-  function emaState() { return { last: 0, num: 0, lo: Infinity, hi: -Infinity }; }
+  // --- smoothing: static/chartkit.js (debiased EMA) ---
+  var emaStep = ChartKit.emaStep, emaState = ChartKit.emaState;
 
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",

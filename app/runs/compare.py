@@ -42,6 +42,7 @@ from app.metrics.rollups import chart_data
 from app.metrics.series import Series
 from app.runs.lifecycle import is_live
 from app.runs.models import Run
+from app.runs.progress import progress
 from app.runs.service import storable_id
 from app.runs.spec_diff import spec_differences
 
@@ -183,7 +184,24 @@ def compare_context(db: SessionDep, runs: list[Run], asked: Sequence[str]) -> di
             "findings": findings, "differences": spec_differences([r.spec for r in runs]),
             "colors": COLORS, "ids": ",".join(str(r.id) for r in runs),
             "live": any(is_live(r) for r in runs), "live_url": live_query(runs, asked),
-            "refresh": REFRESH_SECONDS}
+            "refresh": REFRESH_SECONDS, "run_axes": run_axes(runs)}
+
+
+def run_axes(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
+    """Per run what static/compare.js needs to put a step on another x axis: its planned steps
+    (% of run) and its mean seconds per step (time since start), None when unknown (an
+    imported log, a run that has not started)."""
+    return {str(r.id): {"max_steps": max(r.max_steps or 0, r.current_step or 0, 1),
+                        "seconds_per_step": seconds_per_step(r)} for r in runs}
+
+
+def seconds_per_step(run: Run) -> float | None:
+    """Elapsed time over the steps done (the pace so far); the worker's smoothed step time
+    when there are no start and step counts."""
+    elapsed = progress(run).elapsed_s
+    if elapsed and run.current_step:
+        return elapsed / run.current_step
+    return run.seconds_per_step or None
 
 
 def asked_metrics(request: Request) -> list[str]:
