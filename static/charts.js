@@ -52,6 +52,53 @@
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
   }
 
+  // --- work on many charts: the ones in view now, the others when idle or scrolled to ---
+  // Eleven charts redrawn at once take most of a second; the reader sees two to four.
+  var later = new Map();  // chart -> {kind: its latest pending update of that kind}
+  var seen = typeof IntersectionObserver === "undefined" ? null :
+    new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) { if (e.isIntersecting) flush(e.target); });
+    });
+
+  function inView(el) {
+    var r = el.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
+  }
+
+  function flush(el) {
+    var jobs = later.get(el);
+    if (!jobs) return;
+    later.delete(el);
+    if (seen) seen.unobserve(el);
+    Object.keys(jobs).forEach(function (kind) { jobs[kind](); });
+  }
+
+  function idle(fn) {
+    if (window.requestIdleCallback) window.requestIdleCallback(fn, { timeout: 500 });
+    else setTimeout(fn, 30);
+  }
+
+  function drainLater() {
+    var next = later.keys().next();
+    if (next.done) return;
+    flush(next.value);
+    if (later.size) idle(drainLater);
+  }
+
+  // ``job`` for each chart: at once for those in view, one chart per idle moment for the rest
+  // (a chart's latest job of a ``kind`` replaces one of that kind still waiting).
+  function eachChart(kind, charts, job) {
+    var waiting = later.size;
+    charts.forEach(function (el) {
+      var run = function () { job(el); };
+      if (inView(el)) { flush(el); run(); return; }
+      if (!later.has(el)) later.set(el, {});
+      later.get(el)[kind] = run;
+      if (seen) seen.observe(el);
+    });
+    if (!waiting && later.size) idle(drainLater);
+  }
+
   // --- smoothing: static/chartkit.js (debiased EMA) ---
   var emaStep = ChartKit.emaStep, emaState = ChartKit.emaState;
 
@@ -135,16 +182,24 @@
   // --- zoom: the visible steps fetched again, at the finest resolution that fits ---
   var zoomSeq = 0;
 
+  // Only a chart that draws summaries (a band) or a part of the run has finer or other points
+  // to fetch: one that draws every raw point already keeps them.
+  function coarseOrPartial(el) { return el.data && (el._partial || el.data.some(isBand)); }
+
   function refetch(charts, range) {
     var panel = document.getElementById("charts-panel");
-    var drawn = charts.filter(function (el) { return el.data; });
+    var drawn = charts.filter(coarseOrPartial);
     var names = traceNames(drawn);
     if (!panel || !names.length) return;
     var seq = ++zoomSeq;
     ChartKit.fetchRange(panel.dataset.run, names, range, Number(panel.dataset.maxPoints) || 2000)
       .then(function (reply) {
         if (seq !== zoomSeq) return;  // a newer zoom is on its way
-        drawn.forEach(function (el) { if (el.data) redrawSeries(el, reply.series); });
+        eachChart("data", drawn, function (el) {
+          if (!el.data) return;
+          el._partial = !!range;  // the fetched steps only
+          redrawSeries(el, reply.series);
+        });
       })
       .catch(function () { /* the drawn points stay; the next zoom fetches again */ });
   }
@@ -160,7 +215,19 @@
     render(el, { data: data, layout: el._base });
   }
 
-  var refetchSoon = ChartKit.debounce(refetch);
+  // The charts of a burst of relayouts (a drag, a merge of several charts), fetched once.
+  var zoomQueue = new Set(), zoomRange = null;
+  var fetchQueued = ChartKit.debounce(function () {
+    var charts = Array.from(zoomQueue);
+    zoomQueue.clear();
+    refetch(charts, zoomRange);
+  });
+
+  function refetchSoon(charts, range) {
+    charts.forEach(function (el) { zoomQueue.add(el); });
+    zoomRange = range;
+    fetchQueued();
+  }
 
   function wire(el) {
     if (el._wired) return;
@@ -173,9 +240,9 @@
       if (sameRange(range, shared.range)) return;  // an echo of our own sync
       refetchSoon(panelCharts(), range);
       shared.range = range;
-      panelCharts().forEach(function (other) {
-        if (other === el || !other.layout) return;
-        other._xrange = range;
+      var others = panelCharts().filter(function (other) { return other !== el && other.layout; });
+      others.forEach(function (other) { other._xrange = range; });
+      eachChart("zoom", others, function (other) {
         Plotly.relayout(other, range ? { "xaxis.range": range.slice() } : { "xaxis.autorange": true });
       });
     });
@@ -304,7 +371,11 @@
       if (note) note.textContent = freshNote.textContent;
       else mine.appendChild(document.importNode(freshNote, true));
     }
-    render(mine.querySelector(".chart"), JSON.parse(box.querySelector(".chart").dataset.figure));
+    var el = mine.querySelector(".chart");
+    render(el, JSON.parse(box.querySelector(".chart").dataset.figure));
+    el._partial = false;  // the server's figure covers the whole run: zoomed, fetch the range again
+    var range = prefs.linkX ? shared.range : el._xrange;
+    if (range) refetchSoon([el], range);
   }
 
   function schedule(panel) {
@@ -332,7 +403,7 @@
       savePrefs();
       if (pending) return;
       pending = true;
-      requestAnimationFrame(function () { pending = false; panelCharts().forEach(redraw); });
+      requestAnimationFrame(function () { pending = false; eachChart("smoothing", panelCharts(), redraw); });
     });
     link.addEventListener("change", function () {
       prefs.linkX = link.checked;
