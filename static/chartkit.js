@@ -28,7 +28,8 @@ window.ChartKit = (function () {
     mean.customdata = lows.map(function (lo, i) { return [lo, highs[i], s.n[i]]; });
     mean.hovertemplate = BAND_HOVER;
     var edge = { type: "scatter", x: s.steps.slice(), mode: "lines", line: { width: 0 },
-                 meta: "band", legendgroup: line.name, showlegend: false, hoverinfo: "skip",
+                 meta: "band", legendgroup: line.legendgroup || line.name, showlegend: false,
+                 hoverinfo: "skip",
                  yaxis: line.yaxis, name: line.name + " min-max" };
     return [Object.assign({}, edge, { y: lows }),
             Object.assign({}, edge, { y: highs, fill: "tonexty" }), mean];

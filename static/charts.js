@@ -39,6 +39,9 @@
   // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
   function isRaw(t) { return t.meta === undefined || t.meta === null; }
 
+  // The metric a line draws: its legendgroup (the name is escaped for plotly's display).
+  function metricOf(t) { return t.legendgroup || t.name; }
+
   // A summary's min-max band ("band" traces, static/chartkit.js), in its line's colour.
   function isBand(t) { return t.meta === "band"; }
 
@@ -105,7 +108,7 @@
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
              y: raw.y.map(function (v) { return emaStep(state, v, w); }),
-             yaxis: raw.yaxis, mode: "lines", legendgroup: raw.name, line: { color: color, width: 2 },
+             yaxis: raw.yaxis, mode: "lines", legendgroup: metricOf(raw), line: { color: color, width: 2 },
              hovertemplate: "%{y:.4~g} (smoothed)" };
   }
 
@@ -122,7 +125,7 @@
         Object.assign(tr, { line: Object.assign({}, t.line, { color: color }),
                             marker: Object.assign({}, t.marker, { color: color }),
                             mode: n > MARKERS_UP_TO ? "lines" : "lines+markers",
-                            legendgroup: t.name, opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
+                            legendgroup: metricOf(t), opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
                             hovertemplate: t.hovertemplate || ChartKit.RAW_HOVER });
         raws.push({ index: data.length, color: color });
       }
@@ -208,7 +211,7 @@
     var data = [];
     el.data.forEach(function (t) {
       if (t.meta === "smoothed" || isBand(t)) return;  // rebuilt from the new lines
-      var s = isRaw(t) && series[t.name];
+      var s = isRaw(t) && series[metricOf(t)];
       if (s) ChartKit.seriesTraces(t, s).forEach(function (u) { data.push(u); });
       else data.push(t);
     });
@@ -253,7 +256,7 @@
     var names = [];
     charts.forEach(function (el) {
       (el.data || []).forEach(function (t) {
-        if (isRaw(t) && names.indexOf(t.name) < 0) names.push(t.name);
+        if (isRaw(t) && names.indexOf(metricOf(t)) < 0) names.push(metricOf(t));
       });
     });
     return names;
@@ -264,7 +267,7 @@
     // for the server's figure, which adds the NaN/inf markers and the note under the chart.
     var xs = [], ys = [], idx = [], last = -Infinity, total = 0, base = el.data.length - el._smoothOf.length;
     el.data.forEach(function (t, i) {
-      var s = series[t.name];
+      var s = series[metricOf(t)];
       if (!isRaw(t) || !s || !s.steps.length) return;
       var y = s.values.map(function (v) {
         if (typeof v === "number") return v;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -58,6 +59,12 @@ BAND_HOVER = ("%{y:.4~g} (mean of %{customdata[2]} steps, band min-max "
               "%{customdata[0]:.4~g} to %{customdata[1]:.4~g})")
 
 
+def plotly_text(text: str) -> str:
+    """User text (metric and run names) as plotly shows it: plotly reads ``<b>``, ``<a href>``
+    and friends in names as markup, and shows entities as the characters they stand for."""
+    return html.escape(text, quote=False)
+
+
 def _finite(values: Sequence[float]) -> list[float | None]:
     return [v if math.isfinite(v) else None for v in values]
 
@@ -69,14 +76,16 @@ def _trace(name: str, series: Series, secondary: bool) -> list[dict[str, Any]]:
     values = _finite(series.values)
     mode = "lines+markers" if len(values) <= MARKERS_UP_TO else "lines"
     axis = "y2" if secondary else "y"
-    line: dict[str, Any] = {"type": "scatter", "x": series.steps, "y": values, "name": name,
-                            "mode": mode, "marker": {"size": 4}, "yaxis": axis,
+    # the name as shown, escaped; legendgroup keeps the metric's own name (static/charts.js
+    # asks the API for it)
+    line: dict[str, Any] = {"type": "scatter", "x": series.steps, "y": values,
+                            "name": plotly_text(name), "legendgroup": name, "mode": mode, "marker": {"size": 4}, "yaxis": axis,
                             "hovertemplate": RAW_HOVER}
     if not series.summarised:
         return [line]
     edge = {"type": "scatter", "x": series.steps, "mode": "lines", "line": {"width": 0},
             "meta": "band", "legendgroup": name, "showlegend": False, "hoverinfo": "skip",
-            "yaxis": axis, "name": f"{name} min-max"}
+            "yaxis": axis, "name": plotly_text(f"{name} min-max")}
     lows, highs = _finite(series.lows or []), _finite(series.highs or [])
     line["customdata"] = [[lo, hi, n] for lo, hi, n in
                           zip(lows, highs, series.counts or [], strict=True)]
@@ -99,7 +108,8 @@ def nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
             "text": [k for _, _, k in points], "textposition": "top center",
             "textfont": {"size": 9, "color": "#b91c1c"},
             "marker": {"symbol": "x", "size": 9, "color": "#dc2626"},
-            "hovertext": [f"{n}: {k} at step {s}" for n, s, k in points], "hoverinfo": "text"}
+            "hovertext": [plotly_text(f"{n}: {k} at step {s}") for n, s, k in points],
+            "hoverinfo": "text"}
 
 
 def nonfinite_note(points: list[tuple[str, int, str]], several: bool) -> str | None:

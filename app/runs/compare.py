@@ -32,6 +32,7 @@ from app.charts.figures import (
     RAW_HOVER,
     nonfinite_kind,
     nonfinite_trace,
+    plotly_text,
 )
 from app.core.config import get_settings
 from app.core.db import SessionDep
@@ -107,7 +108,7 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         s = series[run.id].get(metric)
         if s is None:
             continue
-        label = f"#{run.id} {run.name}"
+        label = plotly_text(f"#{run.id} {run.name}")
         color = COLORS[i % len(COLORS)]
         data += band(run.id, label, color, s)
         data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
@@ -116,7 +117,7 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
                      "meta": run.id,
                      "hovertemplate": BAND_HOVER if s.summarised else RAW_HOVER,
                      "customdata": _band_data(s)})
-        bad += [(label, step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
+        bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
                                                                     strict=True)
                 if not math.isfinite(v)]
     layout = {**PLAIN_LAYOUT, "title": {"text": metric, "font": {"size": 14}, "x": 0.02,
