@@ -117,10 +117,9 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
                      "meta": run.id,
                      "hovertemplate": BAND_HOVER if s.summarised else RAW_HOVER,
                      "customdata": _band_data(s)})
-        bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
-                                                                    strict=True)
-                if not math.isfinite(v)]
-    layout = {**PLAIN_LAYOUT, "title": {"text": metric, "font": {"size": 14}, "x": 0.02,
+        bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v))  # escaped by the trace
+                for step, v in zip(s.steps, s.values, strict=True) if not math.isfinite(v)]
+    layout = {**PLAIN_LAYOUT, "title": {"text": plotly_text(metric), "font": {"size": 14}, "x": 0.02,
                                         "xanchor": "left"},
               "margin": {**PLAIN_LAYOUT["margin"], "t": 36},  # room for the title
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,
