@@ -36,12 +36,20 @@ KEY_NUMBERS: dict[str, tuple[str, ...]] = {
 
 def key_number(category: str, evidence: Mapping[str, Any] | None) -> str | None:
     """The finding's one number in words, or None when its evidence has none to show."""
+    values = {k: _Number(v) if isinstance(v, float) else v for k, v in (evidence or {}).items()}
     for template in KEY_NUMBERS.get(category, ()):
         try:
-            return template.format_map(dict(evidence or {}))
+            return template.format_map(values)
         except (KeyError, ValueError, TypeError, IndexError):
             continue
     return None
+
+
+class _Number(float):
+    """A float that reads as three significant digits unless a template asks otherwise."""
+
+    def __format__(self, spec: str) -> str:
+        return format(float(self), spec or ".3g")
 
 
 def plain(value: Any) -> str:
