@@ -29,7 +29,7 @@ def test_numbers_read_short_and_unknown_evidence_has_no_line() -> None:
     assert key_number("kl_blowup", {"recent_kl": 5.651234, "growth_factor": 439.61}) == (
         "KL 5.65, 440× its start")
     assert key_number("kl_blowup", {}) is None and key_number("no_such", {"x": 1.0}) is None
-    assert set(CASES[i][1] for i in range(len(CASES))) <= set(KEY_NUMBERS)
+    assert {category for _, category, _ in CASES} <= set(KEY_NUMBERS)
 
 
 def test_evidence_values_in_words() -> None:
