@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
@@ -13,6 +14,7 @@ from app.core.db import make_engine
 from app.metrics import pipeline
 from app.runs import service
 from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
 # (name, steps logged, planned steps, seconds the run took)
@@ -138,3 +140,33 @@ def test_a_hidden_run_leaves_every_chart(page: Page, live: Stack, ids: dict[str,
     page.check(f"#compare-shown-{ids['spiky']}")
     page.wait_for_function("(id) => document.getElementById('compare-2').data"
                            ".every((t) => t.visible !== false)", arg=ids["spiky"])
+
+
+def test_the_controls_survive_a_live_refresh(page: Page, live: Stack, ids: dict[str, int]) -> None:
+    running, headers = reporting_run(live)
+    rows = [{"step": s, "metrics": {"reward": 0.1 * s, "kl": 0.01 * s}} for s in range(1, 6)]
+    reply = httpx.post(f"{live.url}/api/runs/{running}/metrics", json={"rows": rows},
+                       headers=headers, timeout=30)
+    assert reply.status_code == 200, reply.text
+    page.goto(f"{live.url}/runs/compare?ids={ids['calm']},{running}")
+    expect(page.locator("#compare-1 .main-svg").first).to_be_visible()
+    slide(page, "#compare-smoothing-1", 0.5)
+    page.check("#compare-log-2")
+    page.uncheck(f"#compare-shown-{ids['calm']}")
+    page.select_option("#compare-x", "percent")
+    page.wait_for_function("() => document.getElementById('compare-2').layout.yaxis.type === 'log'")
+    more = [{"step": 6, "metrics": {"reward": 0.6, "kl": 0.06}}]
+    assert httpx.post(f"{live.url}/api/runs/{running}/metrics", json={"rows": more},
+                      headers=headers, timeout=30).status_code == 200
+    # the refreshed figure (step 6) is drawn with the reader's choices still applied
+    page.wait_for_function("(id) => document.getElementById('compare-1').data"
+                           ".some((t) => String(t.meta) === String(id) && t.y.length === 6)",
+                           arg=running, timeout=20_000)
+    reward = page.evaluate(TRACES, "compare-1")
+    assert line(reward, running, "smoothed-")["y"] == pytest.approx(
+        ema([0.1 * s for s in range(1, 7)], 0.5), rel=1e-12)
+    assert line(reward, ids["calm"])["visible"] is False
+    assert line(reward, running)["x"] == pytest.approx([100 * s / 20 for s in range(1, 7)])
+    assert page.evaluate(LAYOUT, "compare-2")["y"] == "log"
+    expect(page.locator("#compare-smoothing-1")).to_have_value("0.5")
+    expect(page.locator("#compare-log-2")).to_be_checked()
