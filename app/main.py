@@ -26,6 +26,7 @@ from app.runs import (
     list_views,
     presets,
     report_api,
+    rewards_api,
     smoke,
     sweeps,
     views,
@@ -42,6 +43,8 @@ def create_app() -> FastAPI:
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(presets.router)
+    app.include_router(rewards_api.router)
+    app.include_router(rewards_api.router)
     app.include_router(sweeps.api)
     app.include_router(sweeps.pages)
     app.include_router(dry_runs_api.router)

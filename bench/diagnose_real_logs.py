@@ -29,6 +29,27 @@ SIMULATED = {
     "openrlhf_length.jsonl": ("OpenRLHF: length grows 4x, reward flat", None, "warning",
                               {"length_explosion", "stalled"}),
 }
+# issue 23's shapes (bench/simulated_logs.py): (what was simulated, verdict, categories that
+# must be >= warning, categories that must not be above info, {category: (lo, hi)} first step)
+SHAPES = {
+    "trl_smoke_constant.trainer_state.json": (
+        "5-step smoke run, constant reward", "critical", {"zero_reward_spread"}, set(), {}),
+    "trl_old_zero_std.trainer_state.json": (
+        "old keys, reward_std == 0 on 3 steps in 4, grad_norm only on the others", "critical",
+        {"zero_reward_spread"}, {"numerical_instability"}, {}),
+    "trl_climb_plateau.trainer_state.json": (
+        "climbs -10 -> 0 until step 60, then flat", "warning", {"stalled"}, set(),
+        {"stalled": (50, 80)}),
+    "trl_pinned_cap.trainer_state.json": (
+        "at the length cap from step 1, no growth", "warning", {"truncation"},
+        {"length_explosion"}, {}),
+    "trl_collapse_from_peak.trainer_state.json": (
+        "climbs to a peak at 400, falls most of the way back, length grows", "critical",
+        {"reward_collapse"}, {"stalled"}, {"reward_collapse": (300, 500)}),
+    "trl_component_hacking.trainer_state.json": (
+        "style rises while judge falls, no weight-0 objective", "warning", {"reward_hacking"},
+        set(), {}),
+}
 MAPPED_WHAT = "hand-written loop with --map Reward=reward KL_ref=kl Loss=loss: flat reward"
 SIMULATED_MAPPED = ("handwritten_stalled.log", (MAPPED_WHAT, HAND_MAP, "warning", {"stalled"}))
 
@@ -40,7 +61,8 @@ EXPECT = {
         {"stalled", "kl_blowup", "length_collapse", "reward_hacking"}),
     "minesweeper_agent.trainer_state.json": (
         "stalled from ~60; completions at the 128 cap (truncation)", "warning",
-        {"stalled", "length_explosion"}, {"entropy_collapse", "kl_blowup", "kl_spike"}),
+        {"stalled", "truncation"},  # pinned at the cap, no growth: not a length explosion
+        {"entropy_collapse", "kl_blowup", "kl_spike", "length_explosion"}),
     "qwen7b_gsm8k_saturated.console.log": (
         "zero reward spread, too easy", "warning", {"zero_reward_spread"},
         {"entropy_collapse"}),
@@ -100,7 +122,32 @@ def simulated() -> int:
                   f"{sorted(warned)}; read {len(d.metrics)} metrics, {len(d.unchecked)} checks "
                   f"unchecked\n   agree:  {'YES' if not problems else 'NO: ' + '; '.join(problems)}")
             bad += bool(problems)
-    print(f"{len(cases) - bad}/{len(cases)} simulated logs agree with their simulation")
+        bad += shapes(paths)
+    total = len(cases) + len(SHAPES)
+    print(f"{total - bad}/{total} simulated logs agree with their simulation")
+    return bad
+
+
+def shapes(paths: dict[str, Path]) -> int:
+    """Diagnose the issue-23 shapes; the number that disagree with their simulation."""
+    bad = 0
+    for name, (what, verdict, must, not_above_info, starts) in SHAPES.items():
+        d = diagnose_file(paths[name])
+        warned = {f.category for f in d.findings if _RANK[f.severity] >= 1}
+        problems = ([f"verdict {d.verdict} != {verdict}"] if d.verdict != verdict else []) \
+            + ([f"missing {sorted(must - warned)}"] if must - warned else []) \
+            + ([f"unexpected {sorted(warned & not_above_info)}"] if warned & not_above_info
+               else [])
+        for category, (lo, hi) in starts.items():
+            first = [f.first_step for f in d.findings if f.category == category]
+            if first and not lo <= first[0] <= hi:
+                problems.append(f"{category} from step {first[0]}, not in {lo}-{hi}")
+        print(f"== SIMULATED {name}\n   made:   {what}\n   ours:   {d.verdict.upper()}")
+        for f in d.findings:
+            print(f"     {f.severity:8s} {f.category:22s} steps {f.first_step}-{f.last_step}"
+                  f"  {f.metric or ''}")
+        print(f"   agree:  {'YES' if not problems else 'NO: ' + '; '.join(problems)}")
+        bad += bool(problems)
     return bad
 
 

@@ -40,7 +40,7 @@ FAILURES = {
     "short_completions": (
         {"max_completion_length": 4,
          "rewards": [{"name": "length_target", "params": {"target": 20}}]},
-        [("length_explosion", "critical")],
+        [("truncation", "critical")],
         "max_completion_length 4: every completion is cut off"),
     "learning_rate_too_high": (
         {"learning_rate": 0.5, "beta": 0.04,

@@ -5,7 +5,8 @@ to the repo root; the logs are read from there, never copied).
 
 Labelled runs: the six shared real logs, with the failure and onset step their README gives
 (the healthy one is the false-alarm check), runs trained to fail with the real worker
-(bench/failing_runs.py fixtures), and synthetic failing runs (tests/diagnostics/failure_runs.py:
+(bench/failing_runs.py fixtures), SIMULATED logs in issue 23's shapes (bench/simulated_logs.py,
+labelled with the onset their simulation put in), and synthetic failing runs (tests/diagnostics/failure_runs.py:
 each fails one way from a known step). Every run is fed
 to ``DiagnosticsState.update`` one logging step at a time, as the app receives it, and the
 table prints for each failure the labelled onset, the first step its category was raised
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from app.diagnostics import DiagnosticsState, RunContext
 from app.diagnostics.model import severity_rank
 from app.importers import load_log
+from bench.simulated_logs import write_all
 from tests.diagnostics.conftest import healthy_rows
 from tests.diagnostics.failure_runs import RUNS
 
@@ -46,7 +48,7 @@ class Label:
 REAL = (
     Label("gemma3_gsm8k.trainer_state.json", None, 0, "healthy"),
     Label("minesweeper_agent.trainer_state.json", "stalled", 60, "stalled from about step 60"),
-    Label("minesweeper_agent.trainer_state.json", "length_explosion", 10,
+    Label("minesweeper_agent.trainer_state.json", "truncation", 10,
           "at the 128-token cap all run"),
     Label("qwen7b_gsm8k_saturated.console.log", "zero_reward_spread", 5,
           "zero spread, too easy, steps 5-200"),
@@ -124,6 +126,7 @@ def table() -> list[tuple]:
         lines.append((f"healthy_synthetic_seed{seed}", "healthy (false alarms)", "-",
                       f"{fa[0]} {fa[1]}" if fa else "none", "-", rows[-1][0]))
     lines += trained()
+    lines += simulated()
     for name, make in RUNS.items():
         run = make()
         f = replay(run.rows, run.context, {run.category})[run.category]
@@ -156,6 +159,34 @@ def trained() -> list[tuple]:
             lines.append((f"trained:{path.stem}", f"{category} ({severity})", onset,
                           cell(f.warning, onset, rows[0][0], last),
                           cell(f.critical, onset, rows[0][0], last), last))
+    return lines
+
+
+# bench/simulated_logs.py's issue-23 shapes: (file, category, onset its simulation put in)
+SIMULATED = (
+    ("trl_smoke_constant.trainer_state.json", "zero_reward_spread", 1),
+    ("trl_old_zero_std.trainer_state.json", "zero_reward_spread", 1),
+    ("trl_climb_plateau.trainer_state.json", "stalled", 60),
+    ("trl_pinned_cap.trainer_state.json", "truncation", 1),
+    ("trl_collapse_from_peak.trainer_state.json", "reward_collapse", 400),
+    ("trl_component_hacking.trainer_state.json", "reward_hacking", 200),
+)
+
+
+def simulated() -> list[tuple]:
+    """The simulated shapes, written to a temporary folder and fed live like the rest."""
+    import tempfile
+
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_all(Path(tmp))
+        for name, category, onset in SIMULATED:
+            rows = sorted(load_log(paths[name]).rows, key=lambda r: r[0])
+            f = replay(rows, None, {category})[category]
+            first, last = rows[0][0], rows[-1][0]
+            lines.append((f"simulated:{name.split('.')[0]}", category, onset,
+                          cell(f.warning, onset, first, last),
+                          cell(f.critical, onset, first, last), last))
     return lines
 
 

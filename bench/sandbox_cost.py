@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import time
 
@@ -19,14 +20,21 @@ from worker.training.code_datasets import humaneval_problems, humaneval_rows
 
 
 def measure(label: str, completions: list[str], tests: list[object], setups: list[str]) -> None:
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _children_cpu()
     outcomes, seconds = run_unit_tests(completions, tests, setups)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu_before
     passed = sum(o.score == 1.0 for o in outcomes)
     print(f"{label:28} n={len(completions):4}  passed={passed:4}  "
           f"per program: median {statistics.median(seconds):.3f}s  p95 "
           f"{sorted(seconds)[int(0.95 * (len(seconds) - 1))]:.3f}s  "
-          f"batch wall {wall:.2f}s = {wall / len(completions):.3f}s/completion")
+          f"batch wall {wall:.2f}s = {wall / len(completions):.3f}s/completion  "
+          f"CPU {cpu / len(completions):.3f}s/completion")
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of every finished sandbox process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:

@@ -32,6 +32,9 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # The tests assert findings batch by batch, so the detectors run on every batch here (servers
 # the tests start inherit this); tests/app/test_perf_ingest.py covers the production rate bound.
 os.environ.setdefault("GRPODECK_DIAGNOSTICS_MIN_INTERVAL_SECONDS", "0")
+# The test deployment registers the tests' own example as its one custom reward (servers the
+# tests start inherit it); anything else named by a ``custom`` reward is refused.
+os.environ.setdefault("GRPODECK_CUSTOM_REWARDS", "tests.rewards.custom_reward:shout")
 BACKENDS = ("sqlite", "postgresql")
 # Tests check behaviour, never wall-clock time: hypothesis' default 200 ms deadline per example
 # failed a property test on a loaded 2-core machine (its own load, not the code's speed).

@@ -5,8 +5,10 @@ where it should not, open sockets or look for the worker's secrets. Each program
 
     prlimit (CPU, address space, file size, processes, no core)
       -> [own uid] unshare --user --map-root-user --net --pid --fork --kill-child --mount-proc
-         -> sh: every mount read-only; tmpfs on /tmp, /var/tmp, /dev/shm (+/run/lock); cd /tmp
-            -> python -I -S -c SOURCE     (standard library only, no site, no PYTHON* variables)
+         -> sh: every mount read-only; tmpfs on /tmp, /var/tmp, /dev/shm (+/run/lock); empty
+                read-only tmpfs over ``hidden_paths()`` (project, data, homes); cd /tmp
+            -> setpriv --no-new-privs --bounding-set=-all (no capabilities left)
+               -> python -I -S -c SOURCE  (standard library only, no site, no PYTHON* variables)
 
 What holds where (``isolation()`` says which mode this host got; the README repeats it):
 
@@ -16,7 +18,11 @@ What holds where (``isolation()`` says which mode this host got; the README repe
 * ``namespaces`` (user+net+pid+mount namespaces work here): no network at all (a fresh network
   namespace has only a down loopback); its own /proc and pid space, so it sees no worker process
   and every process it started dies with it; the whole file system is read-only to it and
-  /tmp-like directories are private tmpfs, so even at the worker's own uid it writes nothing.
+  /tmp-like directories are private tmpfs, so even at the worker's own uid it writes nothing;
+  the project checkout (with ``var/`` and the database), the data directories and homes are
+  empty to it; it holds no capability, so it cannot trace another sandboxed process (the
+  ``unit_tests`` judge) or undo a mount. Other world-readable host files (``/etc``, ``/usr``)
+  stay readable: the interpreter needs them.
 * ``own_uid`` (the worker runs as root): the program runs as an unused uid per parallel slot, so
   it cannot write the worker's files and the process limit really applies (root ignores
   RLIMIT_NPROC). A non-root worker keeps its uid: the program can then read what the worker's
@@ -51,17 +57,25 @@ UID_BASE = 2_000_000  # far above any real account; slots of one process are con
 SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
 PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/run/lock")
 
-# Inside the namespaces: private tmpfs over the world-writable directories, then the program.
-# "$0" is the interpreter, "$1" the source, "$2" the tmpfs size; any failed mount aborts the run.
+# Inside the namespaces: private tmpfs over the world-writable directories, empty read-only
+# tmpfs over the directories it must not read (the project, its data, homes), then the program
+# with no capabilities left (``setpriv``): uid 0 of its namespace, but it can trace, remount or
+# override permissions on nothing. Arguments: "$0" the interpreter, "$1" the source, "$2" the
+# tmpfs size, "$3" setpriv, then the paths to hide. Any failed mount after the first loop aborts.
 NS_SCRIPT = (
+    'py="$0"; src="$1"; size="$2"; setpriv="$3"; shift 3; '
     # Every mount read-only first (a failure is reported on stderr, not fatal: the uid and the
     # rlimits still hold), then fresh writable tmpfs where programs expect to write.
     'for m in $(cut -d" " -f5 /proc/self/mountinfo | sort -u); do '
     'mount -o remount,bind,ro "$m" 2>/dev/null || echo "sandbox: $m stays writable" >&2; done; '
-    'set -e; mount -t tmpfs -o "size=$2,mode=0700" tmpfs /tmp; '
+    'set -e; mount -t tmpfs -o "size=$size,mode=0700" tmpfs /tmp; '
     f'for d in {" ".join(PRIVATE_DIRS)}; do '
     'if [ -d "$d" ] && [ ! -L "$d" ]; then mount -t tmpfs -o size=1m tmpfs "$d"; fi; done; '
-    'cd /tmp; exec "$0" -I -S -c "$1"'
+    'for h in "$@"; do if [ -d "$h" ] && [ ! -L "$h" ]; then '
+    'mount -t tmpfs -o ro,size=4k,mode=0555 tmpfs "$h"; '
+    'elif [ -f "$h" ] && [ ! -L "$h" ]; then mount --bind /dev/null "$h"; fi; done; '
+    'cd /tmp; exec "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- '
+    '"$py" -I -S -c "$src"'
 )
 
 
@@ -103,7 +117,8 @@ class Isolation:
     def describe(self) -> str:
         parts = ["rlimits", "process-group kill", "scrubbed env", "capped output", "temp cwd"]
         parts += (["no network", "pid+mount namespaces", "read-only file system",
-                   "private /tmp"] if self.namespaces
+                   "private /tmp", "project/data/home hidden", "no capabilities"]
+                  if self.namespaces
                   else ["NO network isolation (namespaces unavailable)"])
         parts.append("own uid per slot" if self.own_uid else "worker's uid")
         return ", ".join(parts)
@@ -115,6 +130,39 @@ def sandbox_python() -> str:
     if configured:
         return configured
     return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+
+def _sqlite_directory(url: str) -> list[str]:
+    """The folder of a SQLite database URL (the web app's, when it shares this host)."""
+    if not url.startswith("sqlite:///"):
+        return []
+    return [str(Path(url.removeprefix("sqlite:///").split("?")[0]).parent)]
+
+
+@functools.cache
+def hidden_paths() -> tuple[str, ...]:
+    """What a sandboxed program must not read, even world-readable: the project checkout (code,
+    ``.env``, ``var/`` with the database), the data directories, the database's folder, homes,
+    and ``$GRPODECK_SANDBOX_HIDE`` (``:``-separated). A path holding the sandbox's interpreter
+    stays visible (the program could not start otherwise)."""
+    from grpodeck.contract.tasks import ROOT, VAR
+    from worker.settings import get_settings
+
+    settings = get_settings()
+    wanted = [ROOT, VAR, settings.runs_dir, settings.datasets_dir, settings.models_dir,
+              Path.home(), Path("/root"), Path("/home"),
+              *_sqlite_directory(os.environ.get("GRPODECK_DATABASE_URL", "")),
+              *(p for p in os.environ.get("GRPODECK_SANDBOX_HIDE", "").split(":") if p)]
+    python = Path(sandbox_python())
+    keep = {python.absolute(), python.resolve()}
+    out: list[str] = []
+    for raw in wanted:
+        path = Path(raw).absolute()
+        if path == Path("/") or any(k == path or k.is_relative_to(path) for k in keep):
+            continue
+        if str(path) not in out:
+            out.append(str(path))
+    return tuple(out)
 
 
 _slots: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -149,7 +197,7 @@ def _command(source: str, limits: Limits, isolation: Isolation) -> list[str]:
     unshare = [shutil.which("unshare") or "unshare", "--user", "--map-root-user", "--net",
                "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
     return [*prlimit, *unshare, "/bin/sh", "-c", NS_SCRIPT, isolation.python, source,
-            f"{limits.tmpfs_mb}m"]
+            f"{limits.tmpfs_mb}m", shutil.which("setpriv") or "setpriv", *hidden_paths()]
 
 
 def _kill_group(pgid: int) -> None:

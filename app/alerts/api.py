@@ -10,10 +10,11 @@ from sqlalchemy import select
 
 from app.alerts import outbox, service
 from app.alerts.models import Alert
+from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
 from app.runs.models import Run
 from app.runs.service import get_run
-from grpodeck.contract.alerts import privacy
+from grpodeck.contract.alerts import masked
 
 router = APIRouter(prefix="/api/alerts", tags=["alerts"])
 
@@ -38,7 +39,7 @@ def alerts_json(db: SessionDep, alerts: list[Alert]) -> list[dict[str, Any]]:
         muted = bool(mutes.get(a.run_id, set()) & {"", a.category})
         item = service.to_dict(a, names.get(a.run_id), jobs.get(a.id, []), muted)
         for d, job in zip(item["deliveries"], jobs.get(a.id, []), strict=True):
-            d["destination"] = privacy(job.destination)
+            d["destination"] = masked(job.destination)
         out.append(item)
     return out
 
@@ -60,6 +61,13 @@ def count(db: SessionDep) -> dict[str, int]:
     return {"open_unacknowledged": service.open_unacknowledged(db)}
 
 
+def run_of(db: SessionDep, alert: Alert) -> Run:
+    run = db.get(Run, alert.run_id)
+    if run is None:  # the alert's run is gone (cascade): nothing to act on
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {alert.run_id} not found")
+    return run
+
+
 def alert_or_404(db: SessionDep, alert_id: int) -> Alert:
     alert = db.get(Alert, alert_id) if 0 < alert_id < 2**31 else None  # ids a column holds
     if alert is None:
@@ -68,9 +76,12 @@ def alert_or_404(db: SessionDep, alert_id: int) -> Alert:
 
 
 @router.post("/{alert_id}/ack")
-def acknowledge(alert_id: int, request: Request, db: SessionDep) -> dict[str, Any]:
-    """Acknowledge: no more escalation messages for this alert (its resolution is still sent)."""
+def acknowledge(alert_id: int, request: Request, db: SessionDep,
+                identity: CurrentIdentity) -> dict[str, Any]:
+    """Acknowledge: no more escalation messages for this alert (its resolution is still sent).
+    Only the run's owner or an admin (403 otherwise)."""
     alert = alert_or_404(db, alert_id)
+    require_manage(identity, run_of(db, alert))
     service.acknowledge(db, alert, who(request))
     db.commit()
     return alerts_json(db, [alert])[0]
@@ -84,10 +95,13 @@ class MuteIn(BaseModel):
 
 
 @router.post("/mutes")
-def set_mute(body: MuteIn, request: Request, db: SessionDep) -> dict[str, Any]:
-    """Mute (or unmute) a run or one category on a run: alerts are kept, nobody is messaged."""
-    if get_run(db, body.run_id) is None:
+def set_mute(body: MuteIn, request: Request, db: SessionDep,
+             identity: CurrentIdentity) -> dict[str, Any]:
+    """Mute (or unmute) a run or one category on a run: alerts are kept, nobody is messaged.
+    Only the run's owner or an admin (403 otherwise)."""
+    if (run := get_run(db, body.run_id)) is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {body.run_id} not found")
+    require_manage(identity, run)
     if body.muted:
         service.mute(db, body.run_id, body.category, who(request))
     else:

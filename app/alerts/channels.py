@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
+from app.alerts import egress
 from grpodeck.contract.alerts import WEBHOOK_PREFIX
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,16 @@ def send_apprise(url: str, payload: dict[str, Any], timeout: float) -> str | Non
 
 
 def send(url: str, payload: dict[str, Any], timeout: float) -> str | None:
-    """None when delivered, else why not."""
+    """None when delivered, else why not. The outbound URL policy is checked again now (the
+    URL may come from ``GRPODECK_ALERT_URLS`` or predate the policy) and guards every
+    connection the delivery makes (redirects, DNS rebinding): ``app.alerts.egress``."""
     try:
-        if url.startswith(WEBHOOK_PREFIX):
-            return send_webhook(url, payload, timeout)
-        return send_apprise(url, payload, timeout)
+        if (refused := egress.destination_refusal(url)) is not None:
+            return refused[:500]
+        with egress.guard():
+            if url.startswith(WEBHOOK_PREFIX):
+                return send_webhook(url, payload, timeout)
+            return send_apprise(url, payload, timeout)
     except Exception as exc:  # a plugin bug must not kill the sender
         log.exception("delivery failed")
         return f"{type(exc).__name__}: {exc}"[:500]

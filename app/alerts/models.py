@@ -15,8 +15,8 @@ PENDING, SENDING, SENT, DEAD = "pending", "sending", "sent", "dead"
 
 
 class Alert(Base):
-    """One alert per condition (run, category, metric): later batches update it, a return
-    soon after it resolved reopens it (``alert_reopen_seconds``)."""
+    """One alert per condition (run, category; the metric is evidence, issue 23): later
+    batches update it, a return soon after it resolved reopens it (``alert_reopen_seconds``)."""
 
     __tablename__ = "alerts"
 

@@ -41,10 +41,19 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
-def open_alerts(db: Session, run_id: int) -> dict[tuple[str, str], Alert]:
+def open_alerts(db: Session, run_id: int) -> dict[str, Alert]:
+    """The run's open alerts by category: an alert's identity is (run, category); the metric
+    is evidence (issue 23: a length problem that moves from completions/mean_length to
+    completions/clipped_ratio is one alert, never resolved and reopened)."""
     found = db.scalars(select(Alert).where(Alert.run_id == run_id, Alert.state == OPEN)
                        .order_by(Alert.id)).all()
-    return {(a.category, a.metric_key): a for a in found}
+    return {a.category: a for a in found}
+
+
+def _worst(records: Sequence[FindingRecord]) -> FindingRecord:
+    """The record an alert of several findings of one category shows: the most severe, then
+    the latest."""
+    return max(records, key=lambda r: (severity_rank(r.severity), r.last_step, r.id or 0))
 
 
 def _history(alert: Alert, event: str, severity: str | None, step: int, now: datetime) -> None:
@@ -54,7 +63,7 @@ def _history(alert: Alert, event: str, severity: str | None, step: int, now: dat
 
 def _sync(alert: Alert, record: FindingRecord, now: datetime) -> None:
     """The alert shows the finding's current step range and evidence."""
-    alert.finding_id = record.id
+    alert.finding_id, alert.metric_key = record.id, record.metric_key
     alert.first_step, alert.last_step = record.first_step, record.last_step
     alert.summary, alert.evidence = record.summary, record.evidence or {}
     alert.action = (record.actions or [None])[0]
@@ -64,8 +73,8 @@ def _sync(alert: Alert, record: FindingRecord, now: datetime) -> None:
 def _open(db: Session, run: Run, record: FindingRecord, severity: str, now: datetime) -> Event:
     """A new alert, or the same condition's alert reopened when it resolved recently."""
     latest = db.scalars(select(Alert).where(
-        Alert.run_id == run.id, Alert.category == record.category,
-        Alert.metric_key == record.metric_key).order_by(Alert.id.desc()).limit(1)).first()
+        Alert.run_id == run.id, Alert.category == record.category
+    ).order_by(Alert.id.desc()).limit(1)).first()
     window = timedelta(seconds=get_settings().alert_reopen_seconds)
     resolved_at = _aware(latest.resolved_at) if latest else None
     if latest is not None and resolved_at is not None and now - resolved_at <= window:
@@ -101,46 +110,61 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
         _notify(db, run, [*resolve_ended(run, current, now), *found], now)
         return
     current = open_alerts(db, run.id) if stored.changes or stored.active else {}
+    shown: dict[str, list[FindingRecord]] = {}
+    for r in stored.active:
+        if rules.cares(r.category, r.severity):
+            shown.setdefault(r.category, []).append(r)
     events: list[Event] = []
-    for change in stored.changes:
-        record = change.record
-        key = (record.category, record.metric_key)
-        alert = current.get(key)
-        if rules.cares(record.category, change.after):
-            if alert is None:
-                alert, event = _open(db, run, record, change.after or "", now)
-                current[key] = alert
-                events.append((alert, event))
-            elif change.after != alert.severity:
-                rising = severity_rank(change.after or "info") > severity_rank(alert.severity)
-                alert.severity = change.after or alert.severity
-                _history(alert, "escalated" if rising else "eased", alert.severity,
-                         record.last_step, now)
-                if rising and alert.acknowledged_at is None:
-                    events.append((alert, "escalated"))
-        elif alert is not None:
-            why = "finding resolved" if change.after is None else \
-                f"eased to {change.after}, below this run's minimum"
-            events.append(_resolve(alert, now, why))
-            del current[key]
-    by_key = {(r.category, r.metric_key): r for r in stored.active}
-    for key, alert in current.items():
-        if key in by_key:
-            _sync(alert, by_key[key], now)
+    for category in sorted({c.record.category for c in stored.changes}):
+        event = _follow(db, run, current, category, shown.get(category), now,
+                        below=[r.severity for r in stored.active if r.category == category])
+        if event is not None:
+            events.append(event)
+    for category, alert in current.items():
+        if category in shown:
+            _sync(alert, _worst(shown[category]), now)
     _notify(db, run, events, now)
 
 
+def _follow(db: Session, run: Run, current: dict[str, Alert], category: str,
+            records: list[FindingRecord] | None, now: datetime, below: list[str]
+            ) -> Event | None:
+    """Bring one category's alert in line with its shown findings (those the rules care
+    about): open it, move its severity to the worst of them, or resolve it when none is left.
+    Returns the event to message, if any (easing is only recorded); ``below``: the severities
+    of the category's findings still shown, none of which the rules care about."""
+    alert = current.get(category)
+    if records:
+        worst = _worst(records)
+        if alert is None:
+            alert, event = _open(db, run, worst, worst.severity, now)
+            current[category] = alert
+            return alert, event
+        if worst.severity == alert.severity:
+            return None
+        rising = severity_rank(worst.severity) > severity_rank(alert.severity)
+        alert.severity = worst.severity
+        _history(alert, "escalated" if rising else "eased", alert.severity, worst.last_step, now)
+        return (alert, "escalated") if rising and alert.acknowledged_at is None else None
+    if alert is None:
+        return None
+    del current[category]
+    why = (f"eased to {max(below, key=severity_rank)}, below this run's minimum" if below
+           else "finding resolved")
+    return _resolve(alert, now, why)
+
+
 def _found_at_end(db: Session, run: Run, stored: Stored, rules: AlertRules,
-                  current: dict[tuple[str, str], Alert], now: datetime) -> list[Event]:
+                  current: dict[str, Alert], now: datetime) -> list[Event]:
     """Findings first confirmed by the evaluation at the run's end (a short run, or a problem
     only the final steps made certain): the person who launched it still hears, once, as
     ``found_at_end`` on an alert that is already resolved: the condition is not ongoing."""
     events: list[Event] = []
+    seen = set(current)  # one alert per category, also among those found at the end
     for change in stored.changes:
         record = change.record
-        key = (record.category, record.metric_key)
-        if change.after is None or key in current or not rules.cares(record.category,
-                                                                      change.after):
+        if change.after is None or record.category in seen or not rules.cares(
+                record.category, change.after):
             continue
         alert = Alert(run_id=run.id, category=record.category, metric_key=record.metric_key,
                       state=RESOLVED, opened_at=now, resolved_at=now, severity=change.after,
@@ -149,10 +173,11 @@ def _found_at_end(db: Session, run: Run, stored: Stored, rules: AlertRules,
         _sync(alert, record, now)
         _history(alert, FOUND_AT_END, change.after, record.last_step, now)
         events.append((alert, FOUND_AT_END))
+        seen.add(record.category)
     return events
 
 
-def resolve_ended(run: Run, current: dict[tuple[str, str], Alert], now: datetime
+def resolve_ended(run: Run, current: dict[str, Alert], now: datetime
                   ) -> list[Event]:
     """A run that ended has no ongoing condition: its open alerts resolve, except ``lost``."""
     return [_resolve(alert, now, f"run {run.status}")
@@ -164,7 +189,7 @@ def run_lost(db: Session, run: Run, reason: str, now: datetime | None = None) ->
     now = now or datetime.now(UTC)
     if not lifecycle.reports_live(run) or not rules_of(run.spec).cares(LOST, "critical"):
         return
-    alert = open_alerts(db, run.id).get((LOST, ""))
+    alert = open_alerts(db, run.id).get(LOST)
     record = db.scalars(select(FindingRecord).where(
         FindingRecord.run_id == run.id, FindingRecord.category == LOST)).first()
     if alert is None:

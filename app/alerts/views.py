@@ -11,15 +11,16 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from app.alerts import service
-from app.alerts.api import alert_or_404, alerts_json, who
+from app.alerts import egress, service
+from app.alerts.api import alert_or_404, alerts_json, run_of, who
 from app.alerts.models import AlertConfig, Delivery
 from app.alerts.rules import split_urls
+from app.auth.identity import AdminIdentity, CurrentIdentity, Identity, require_manage
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.runs.models import Run
-from grpodeck.contract.alerts import check_url, privacy
+from grpodeck.contract.alerts import masked, unmask
 
 router = APIRouter(include_in_schema=False)
 
@@ -38,8 +39,16 @@ def bell(request: Request, db: SessionDep) -> Response:
                                       {"count": service.open_unacknowledged(db)})
 
 
+def manageable(db: SessionDep, identity: Identity, run_ids: set[int]) -> set[int]:
+    """The runs whose alerts this person may acknowledge and mute (the page shows the buttons
+    only there; the routes refuse the rest with 403)."""
+    runs = db.scalars(select(Run).where(Run.id.in_(run_ids))).all() if run_ids else []
+    return {r.id for r in runs if identity.can_manage(r)}
+
+
 @router.get("/alerts", response_class=HTMLResponse)
-def alerts_page(request: Request, db: SessionDep, state: str = "open", severity: str = "",
+def alerts_page(request: Request, db: SessionDep, identity: CurrentIdentity,
+                state: str = "open", severity: str = "",
                 run: str = "") -> Response:
     state = state if state in STATES else "open"
     severity = severity if severity in SEVERITIES else ""
@@ -50,24 +59,30 @@ def alerts_page(request: Request, db: SessionDep, state: str = "open", severity:
     mutes = service.mutes_by_run(db, [r.id for r in runs])
     return templates.TemplateResponse(request, "alerts/list.html", {
         "alerts": alerts, "state": state, "severity": severity, "run_id": run_id,
-        "runs": runs, "mutes": mutes, "here": str(request.url.path) + (
+        "runs": runs, "mutes": mutes,
+        "manageable": manageable(db, identity, {a["run_id"] for a in alerts}),
+        "here": str(request.url.path) + (
             f"?{request.url.query}" if request.url.query else "")})
 
 
 @router.post("/alerts/{alert_id}/ack")
-def ack_button(alert_id: int, request: Request, db: SessionDep,
+def ack_button(alert_id: int, request: Request, db: SessionDep, identity: CurrentIdentity,
                next: Annotated[str | None, Form()] = None) -> Response:
-    service.acknowledge(db, alert_or_404(db, alert_id), who(request))
+    alert = alert_or_404(db, alert_id)
+    require_manage(identity, run_of(db, alert))
+    service.acknowledge(db, alert, who(request))
     db.commit()
     return RedirectResponse(_back(next), status_code=303)
 
 
 @router.post("/alerts/mute")
-def mute_button(request: Request, db: SessionDep, run_id: Annotated[int, Form(ge=1, lt=2**31)],
+def mute_button(request: Request, db: SessionDep, identity: CurrentIdentity,
+                run_id: Annotated[int, Form(ge=1, lt=2**31)],
                 category: Annotated[str, Form(max_length=40, pattern=r"^[a-z_]*$")] = "",
                 muted: Annotated[str, Form()] = "1",
                 next: Annotated[str | None, Form()] = None) -> Response:
-    if db.get(Run, run_id) is not None:
+    if (run := db.get(Run, run_id)) is not None:
+        require_manage(identity, run)
         if muted == "1":
             service.mute(db, run_id, category, who(request))
         else:
@@ -76,31 +91,38 @@ def mute_button(request: Request, db: SessionDep, run_id: Annotated[int, Form(ge
     return RedirectResponse(_back(next), status_code=303)
 
 
-def _settings_context(db: SessionDep, **extra: Any) -> dict[str, Any]:
+def saved_urls(db: SessionDep) -> list[str]:
     saved = db.get(AlertConfig, 1)
+    return list(saved.urls) if saved else []
+
+
+def _settings_context(db: SessionDep, **extra: Any) -> dict[str, Any]:
+    """Every destination masked (scheme and host): even an admin's page never echoes a secret."""
     tests = db.scalars(select(Delivery).where(Delivery.event == "test")
                        .order_by(Delivery.id.desc()).limit(10)).all()
-    return {"env_urls": [privacy(u) for u in split_urls(get_settings().alert_urls)],
-            "saved": "\n".join(saved.urls) if saved else "", "tests": tests,
-            "privacy": privacy, "errors": [], "notice": None, **extra}
+    return {"env_urls": [masked(u) for u in split_urls(get_settings().alert_urls)],
+            "saved": "\n".join(masked(u) for u in saved_urls(db)), "tests": tests,
+            "privacy": masked, "errors": [], "notice": None, **extra}
 
 
 @router.get("/settings/alerts", response_class=HTMLResponse)
-def settings_page(request: Request, db: SessionDep) -> Response:
+def settings_page(request: Request, db: SessionDep, admin: AdminIdentity) -> Response:
     return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(db))
 
 
 @router.post("/settings/alerts", response_class=HTMLResponse)
-def save_settings(request: Request, db: SessionDep,
+def save_settings(request: Request, db: SessionDep, admin: AdminIdentity,
                   urls: Annotated[str, Form(max_length=20_000)] = "") -> Response:
-    wanted = split_urls(urls)
+    """A masked line left as shown keeps the stored URL it stands for; every other line must
+    pass the outbound URL policy (``app.alerts.egress``)."""
+    wanted = unmask(split_urls(urls), saved_urls(db))
     errors = [f"line {i}: {problem}" for i, url in enumerate(wanted, 1)
-              if (problem := check_url(url))]
+              if (problem := egress.destination_refusal(url))]
     if len(wanted) > 20:
         errors.append("at most 20 destinations")
     if errors:  # nothing saved; the text comes back as typed
         return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(
-            db, saved=urls, errors=errors), status_code=422)
+            db, saved=urls, errors=errors), status_code=422)  # as typed: masked lines stay so
     saved = db.get(AlertConfig, 1) or AlertConfig(id=1, urls=[])
     saved.urls, saved.updated_at = wanted, datetime.now(UTC)
     db.add(saved)
@@ -110,7 +132,7 @@ def save_settings(request: Request, db: SessionDep,
 
 
 @router.post("/settings/alerts/test", response_class=HTMLResponse)
-def send_test(request: Request, db: SessionDep) -> Response:
+def send_test(request: Request, db: SessionDep, admin: AdminIdentity) -> Response:
     sent = service.send_test(db)
     db.commit()
     notice = (f"Test alert queued for {sent} destination(s); the scheduler sends it within "

@@ -43,6 +43,12 @@ class Identity:
     def can_manage(self, run: Run) -> bool:
         return self.manage_refusal(run) is None
 
+    @property
+    def may_administer(self) -> bool:
+        """Deployment settings (alert destinations, the test alert, users) are the admins'; the
+        one local user of development mode is the admin."""
+        return self.is_admin or (self.dev_mode and not self.logged_in)
+
 
 ANONYMOUS = Identity()
 
@@ -52,6 +58,19 @@ def identity_of(request: Request) -> Identity:
 
 
 CurrentIdentity = Annotated[Identity, Depends(identity_of)]
+
+
+def require_admin(request: Request) -> Identity:
+    """A dependency: 403 unless the caller is an admin (deployment-wide settings)."""
+    identity = identity_of(request)
+    if not identity.may_administer:
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            "deployment settings are for admins only" if identity.logged_in
+                            else "log in as an admin first")
+    return identity
+
+
+AdminIdentity = Annotated[Identity, Depends(require_admin)]
 
 
 def require_manage(identity: Identity, run: Run) -> None:

@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     alert_urls: str = Field(
         "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
         "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")
+    alert_allow_hosts: str = Field(
+        "", description="hosts, addresses or networks (CIDR) alert deliveries may reach although "
+        "they are loopback, private, link-local or metadata addresses (an internal webhook, a "
+        "local SMTP relay); space or comma separated. Everything else must be public")
     alert_poll_seconds: float = Field(1.0, description="how often the sender looks for due jobs")
     alert_timeout_seconds: float = Field(
         10.0, description="per-destination connect/read timeout of one delivery attempt")

@@ -7,6 +7,7 @@ lock instead of SQLite's busy handler (see ``_SerialWriterConnection``).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -127,11 +128,22 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
     cur.close()
 
 
+def private_database_file(path: Path) -> None:
+    """Make the SQLite file (and its -wal/-shm, which SQLite creates with the file's own mode)
+    readable by this user only: it holds password hashes, run tokens and alert URLs, and other
+    local accounts or a sandboxed program must not read it. A new folder is 0700 as well."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if file.exists():
+            file.chmod(0o600)
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
+        if path and path != ":memory:" and not path.startswith("file:"):
+            private_database_file(Path(path))
         engine = create_engine(url, connect_args={"check_same_thread": False,
                                                   "factory": _SerialWriterConnection})
         event.listen(engine, "connect", _sqlite_pragmas)

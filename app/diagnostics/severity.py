@@ -3,15 +3,16 @@
 **critical**: the run can no longer learn, or its numbers are broken, and waiting will not
 fix it; stop or change it now.
   * the optimiser step is non-finite (NaN/inf ``loss`` or ``grad_norm``)             numerics
-  * no learning signal: >= 95% of groups with zero reward spread, entropy below 10% of
-    its early level, or nearly every completion empty / a few tokens long       detectors
+  * no learning signal: >= 95% of groups with zero reward spread (an exact signal: after 3
+    rows), entropy below 10% of its early level, or nearly every completion empty / a few
+    tokens long                                                                   detectors
   * what was learned is gone: the reward fell from its peak back to (or below) its
     start and stays there                                                         collapse
   * the policy is far from the reference: KL >= 5 nats per token                        kl
   * a finding that lasts (``SUSTAINED``): a KL blow-up sustained over many steps      here
   * two findings each survivable alone that together leave nothing to learn from
     (``COMBINATIONS``): entropy collapse + zero spread, entropy blow-up + completions at
-    the length cap, entropy collapse + length collapse                                here
+    the length cap (grown or cut), entropy collapse + length collapse                 here
 **warning**: the run wastes compute or shows a bug it might still recover from (stall,
 truncation, repeated spikes, hacking that persists to the end, partial collapse).
 **info**: worth knowing, nothing to do now (dead components, a KL offset from step 1, a
@@ -40,6 +41,9 @@ COMBINATIONS = (
                 "and no advantage left, the run can no longer learn"),
     Combination(("entropy_blowup", "length_explosion"),
                 "entropy blew up while completions run into the length cap: near-random text "
+                "that never terminates"),
+    Combination(("entropy_blowup", "truncation"),
+                "entropy blew up while completions are cut at the length cap: near-random text "
                 "that never terminates"),
     Combination(("entropy_collapse", "length_collapse"),
                 "completions shrank and the policy stopped exploring: degenerate short output"),

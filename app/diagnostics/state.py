@@ -27,6 +27,7 @@ import numpy as np
 from app.diagnostics import coverage
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors import DETECTORS
+from app.diagnostics.detectors.zero_spread import derived_columns
 from app.diagnostics.history import MetricHistory
 from app.diagnostics.model import Diagnosis, Finding, RunContext
 from app.diagnostics.severity import apply_severity_rule
@@ -36,6 +37,7 @@ from app.metrics.names import canonical_name, to_float
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+DERIVED = "derived/"  # metrics the state computes from logged ones (not "read" from the log)
 MAX_COMPONENTS = 16  # bound the state even if a run logs many reward functions
 MAX_KEYS = 200  # keys remembered to explain an "unknown" verdict (bounded like the rest)
 INTERNAL_ERROR = "internal_error"  # category of the note a failing detector leaves
@@ -164,7 +166,9 @@ class DiagnosticsState:
         run's batches cost between two evaluations."""
         if context is not None:
             self.context = context
-        for name, (steps, values) in _columns(rows, self.keys).items():
+        cols = _columns(rows, self.keys)
+        cols.update(derived_columns(cols))
+        for name, (steps, values) in cols.items():
             h = self.metrics.get(name)
             if h is None:
                 if name.startswith(("rewards/", "eval_rewards/")) and sum(
@@ -191,7 +195,8 @@ class DiagnosticsState:
     def _with_coverage(self, diagnosis: Diagnosis) -> Diagnosis:
         """Add what was read and what could not be checked; without any reward metric a
         diagnosis with nothing wrong is ``unknown``, never healthy (issue 23)."""
-        read = sorted(n for n, h in self.metrics.items() if h.first_step is not None)
+        read = sorted(n for n, h in self.metrics.items()
+                      if h.first_step is not None and not n.startswith(DERIVED))
         diagnosis.metrics = read
         diagnosis.unchecked = coverage.unchecked(DETECTORS, read)
         if not coverage.has_reward(read) and diagnosis.verdict == "healthy":

@@ -13,6 +13,7 @@ from app.core.db import SessionDep
 from app.dryruns import service
 from app.dryruns.models import DryRun
 from app.dryruns.schemas import DryRunResultIn
+from grpodeck.contract.alerts import masked_spec
 from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(prefix="/api/dry-runs", tags=["dry runs"])
@@ -32,7 +33,7 @@ def as_json(dry: DryRun) -> dict[str, Any]:
     """The record with its result's fields at the top level (``zero_spread_share``,
     ``rewards``, ``verdict``, ...); null while the worker has not answered."""
     result = dry.result or {}
-    return {"id": dry.id, "status": dry.status, "url": f"/dry-runs/{dry.id}", "spec": dry.spec,
+    return {"id": dry.id, "status": dry.status, "url": f"/dry-runs/{dry.id}", "spec": masked_spec(dry.spec),
             "created_at": dry.created_at, "finished_at": dry.finished_at, "error": dry.error,
             "zero_spread_share": result.get("zero_spread_share"),
             "rewards": result.get("rewards"), "verdict": result.get("verdict"),

@@ -90,7 +90,8 @@ def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_ste
         if record is not None and record.active and before.shown is None:
             before = stability.Memory(shown=record.severity)  # stored before stabilisation
         after = stability.advance(before, finding.severity if finding else None, step=step,
-                                  live=live, new_steps=new_steps, category=key[0])
+                                  live=live, new_steps=new_steps, category=key[0],
+                                  exact=bool(finding and finding.evidence.get("exact_signal")))
         if record is None and after.shown is None:
             continue
         if record is None:

@@ -15,6 +15,9 @@ detector output only after it has held:
   then it is marked resolved (and kept, with its range).
 * Evaluations that bring no new step (the lost-run check re-evaluating time-based findings) do
   not count: silence is not evidence.
+* An exact signal (a finding whose evidence says ``exact_signal``: e.g. every group without
+  reward spread on each of a handful of rows) escalates at once: its detector already asked
+  for consecutive rows, and a smoke run is over before three evaluations could confirm it.
 * Not live (imports, one-shot diagnoses, finished runs): the detectors saw the whole history at
   once, so the raw severity is shown as is. ``lost`` has its own time thresholds and is exempt.
 
@@ -76,8 +79,9 @@ class Memory:
 
 
 def advance(memory: Memory, raw: str | None, *, step: int, live: bool, new_steps: bool,
-            category: str = "") -> Memory:
-    """The next memory after one evaluation in which the detectors reported ``raw``."""
+            category: str = "", exact: bool = False) -> Memory:
+    """The next memory after one evaluation in which the detectors reported ``raw``
+    (``exact``: the finding is an exact signal, shown as soon as it rises)."""
     if not live or category in EXEMPT:
         return Memory(shown=raw)
     if not new_steps:
@@ -85,6 +89,8 @@ def advance(memory: Memory, raw: str | None, *, step: int, live: bool, new_steps
     if raw == memory.shown:
         return Memory(shown=memory.shown)
     rising = _rank(raw) > _rank(memory.shown)
+    if rising and exact:
+        return Memory(shown=raw)
     continues = memory.streak > 0 and (_rank(memory.toward) > _rank(memory.shown)) == rising
     if continues:  # a mixed streak moves only as far as all of it agrees
         pick = min if rising else max

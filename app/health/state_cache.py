@@ -12,7 +12,9 @@ its watermark ``through`` are replayed into it; the state itself ignores steps i
 The detectors run at a bounded rate per live run (``diagnostics_min_interval_seconds``): a batch
 that arrives sooner after the last evaluation only feeds the state (cheap, per batch), and the next
 batch after the interval evaluates everything seen so far. Ending a run and the lost-run check
-always evaluate.
+always evaluate, and so does every batch of a run's first ``EVERY_BATCH_BELOW_STEP`` steps: the
+state is tiny then (evaluating costs nothing) and a smoke run's exact signals (zero reward
+spread on every row) must reach its alerts before the run ends, not after.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from app.runs.models import Run
 
 MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
 MAX_PENDING_ROWS = 2_000  # rows held back between two evaluations before they are fed anyway
+EVERY_BATCH_BELOW_STEP = 20  # a smoke run's batches are all evaluated (see above)
 
 
 @dataclass
@@ -116,7 +119,9 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
     settings = get_settings()
     persist = not live or now - persisted_at >= settings.diagnostics_persist_seconds
     diagnosis = None
-    if not (rows and live and now - evaluated_at < settings.diagnostics_min_interval_seconds):
+    early = bool(rows) and max(step for step, _ in rows) < EVERY_BATCH_BELOW_STEP
+    if early or not (rows and live
+                     and now - evaluated_at < settings.diagnostics_min_interval_seconds):
         diagnosis, evaluated_at, pending = state.update(pending, context), now, []
     elif persist or len(pending) > MAX_PENDING_ROWS:
         state.feed(pending, context)  # batches between evaluations are fed in one go

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.alerts.rules import split_urls
+from grpodeck.contract.alerts import masked
 from grpodeck.contract.spec import ALL_LINEAR, RunSpec, batch_problems, clip_problem
 
 REWARD_ROWS = 3
@@ -136,7 +137,7 @@ def spec_to_form(spec: dict[str, Any]) -> dict[str, Any]:
         values[f"reward_{i}_params"] = ", ".join(
             f"{k}={v}" for k, v in (reward.get("params") or {}).items())
     alerts = spec.get("alerts") or {}
-    values["alert_urls"] = " ".join(alerts.get("urls") or [])
+    values["alert_urls"] = " ".join(masked(u) for u in alerts.get("urls") or [])
     values["alert_min_severity"] = alerts.get("min_severity") or "warning"
     values["alert_ignore"] = ", ".join(alerts.get("ignore") or [])
     for key in BOOL_FIELDS:

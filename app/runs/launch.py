@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy.orm import Session
 
+from app.alerts import egress
 from app.runs import launcher, lifecycle, service
 from app.runs.models import Run
+from grpodeck.contract.alerts import masked
 from grpodeck.contract.spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -19,7 +22,13 @@ def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
     test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
-    belongs to."""
+    belongs to. Its alert destinations must pass the outbound URL policy (else a 422 naming
+    ``alerts.urls``)."""
+    refused = egress.refusals(spec.alerts.urls)
+    if refused:  # the same 422 as a field error of the spec; nothing stored
+        raise RequestValidationError([
+            {"type": "value_error", "loc": ("body", "alerts", "urls", i), "msg": why,
+             "input": masked(spec.alerts.urls[i])} for i, why in refused.items()])
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
     run.sweep_id = sweep_id

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from app.runs.models import Run
+from grpodeck.contract.alerts import masked_spec
 
 
 class RunOut(BaseModel):
@@ -30,7 +31,7 @@ class RunOut(BaseModel):
     @classmethod
     def of(cls, run: Run) -> RunOut:
         return cls(id=run.id, name=run.name, source=run.source, status=run.status,
-                   step=run.current_step, max_steps=run.max_steps, spec=run.spec,
+                   step=run.current_step, max_steps=run.max_steps, spec=masked_spec(run.spec),
                    error=run.error, traceback_tail=run.traceback_tail,
                    stop_reason=run.stop_reason,
                    cancel_requested=run.cancel_requested_at is not None,

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from grpodeck.contract.alerts import masked_spec
+
 MISSING = "—"
 IGNORED = ("name",)  # every clone and every compared run has its own name: not a difference
 
@@ -45,7 +47,7 @@ class Difference:
 def spec_differences(specs: Sequence[Mapping[str, Any]],
                      ignore: Sequence[str] = IGNORED) -> list[Difference]:
     """The fields whose values are not all equal, in a stable order (field name)."""
-    flat = [flatten(s) for s in specs]
+    flat = [flatten(masked_spec(dict(s))) for s in specs]  # alert URLs: scheme and host only
     fields = sorted({k for f in flat for k in f} - set(ignore))
     out = []
     for field in fields:

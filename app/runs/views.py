@@ -11,6 +11,8 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.alerts import egress
+from app.alerts.rules import rules_of, split_urls
 from app.auth.identity import CurrentIdentity
 from app.charts.figures import marks_by_panel, run_figures
 from app.charts.panels import monitor_only
@@ -33,8 +35,10 @@ from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.presets import preset_or_404
 from app.runs.progress import progress
+from app.runs.rewards_api import custom_listing
 from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
+from grpodeck.contract.alerts import unmask
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.presets import PRESETS
 from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
@@ -55,7 +59,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
             "summary": error_summary(errors), "presets": PRESETS,
             "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
-            "workers": worker_reports()}
+            "workers": worker_reports(), "custom_rewards": custom_listing()}
 
 
 def _default_values() -> dict[str, Any]:
@@ -83,6 +87,15 @@ def _parent(db: SessionDep, raw: str | None) -> Run | None:
         how = "imported" if run.source == "imported" else "reported by an outside script"
         raise HTTPException(409, f"run {run_id} was {how}: it has no spec to launch again")
     return run
+
+
+def with_parent_secrets(form: dict[str, str], parent: Run | None) -> dict[str, str]:
+    """The clone's form shows its parent's alert URLs masked: a masked URL left as it was
+    stands for the parent's full one (the form sent back on an error keeps the masked text)."""
+    if parent is None:
+        return form
+    urls = unmask(split_urls(form.get("alert_urls")), rules_of(parent.spec).urls)
+    return {**form, "alert_urls": " ".join(urls)}
 
 
 @router.get("/", response_class=RedirectResponse)
@@ -113,7 +126,10 @@ def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
 async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
     parent = _parent(db, form.get("parent_id"))
-    spec, errors = validate_form(form)
+    spec, errors = validate_form(with_parent_secrets(form, parent))
+    if spec is not None and (refused := await run_in_threadpool(egress.refusals,
+                                                                spec.alerts.urls)):
+        spec, errors = None, {"alert_urls": "; ".join(refused.values())}
     if spec is not None and (problem := missing_column_problem(spec)) is not None:
         spec, errors = None, {"dataset": problem}
     if spec is not None and (problem := await run_in_threadpool(vllm_problem, spec)):

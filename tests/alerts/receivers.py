@@ -34,10 +34,12 @@ class Received:
 @dataclass
 class HttpReceiver:
     """Records every POST. ``fail_first[path]`` answers 500 that many times first;
-    ``hang`` (paths) never answers until ``release`` is set."""
+    ``hang`` (paths) never answers until ``release`` is set; ``redirect[path]`` answers 307
+    to that URL (the outbound URL policy must not follow it to a refused address)."""
 
     fail_first: dict[str, int] = field(default_factory=dict)
     hang: set[str] = field(default_factory=set)
+    redirect: dict[str, str] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
     attempts: list[str] = field(default_factory=list)
     hanging: int = 0
@@ -72,6 +74,11 @@ def start_http(receiver: HttpReceiver) -> ThreadingHTTPServer:
                 failing = receiver.fail_first.get(path, 0)
                 if failing:
                     receiver.fail_first[path] = failing - 1
+            if path in receiver.redirect:
+                self.send_response(307)
+                self.send_header("Location", receiver.redirect[path])
+                self.end_headers()
+                return
             if path in receiver.hang:
                 with receiver.lock:
                     receiver.hanging += 1

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from app.alerts.models import Delivery
 from app.core.db import get_sessionmaker
 from app.health.watch import check_live_runs
+from app.runs.models import Run
 from tests.alerts.helpers import alerts, finish, healthy, report, start_run, zero_spread
 
 HOOK = "webhook+http://127.0.0.1:9/hook"
@@ -47,8 +48,20 @@ def test_nothing_is_alerted_while_a_finding_is_only_being_confirmed(client: Test
                                                                     alert_env) -> None:  # type: ignore[no-untyped-def]
     alert_env(alert_urls=HOOK)
     run_id, headers = start_run(client)
-    report(client, run_id, headers, zero_spread(range(1, 21)))  # shown as info: confirming
+    report(client, run_id, headers, zero_spread(range(1, 41), frac=0.9))  # info: confirming
     assert alerts(client, run_id=run_id) == [] and jobs(run_id) == []
+
+
+def test_an_exact_signal_is_alerted_at_once(client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    """Every group without reward spread on each of 3 rows needs no confirmation (issue 23):
+    a 5-step smoke run is over before three evaluations could confirm it."""
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client)
+    report(client, run_id, headers, zero_spread(range(1, 4)), batch=3)
+    (alert,) = alerts(client, run_id=run_id)
+    assert (alert["category"], alert["severity"], alert["state"]) == (
+        "zero_reward_spread", "critical", "open")
+    assert [j.event for j in jobs(run_id)] == ["opened"]
 
 
 def test_resolves_with_its_finding_and_reopens_as_the_same_alert(client: TestClient,
@@ -164,19 +177,22 @@ def test_the_launch_form_stores_the_runs_alert_rules(client: TestClient) -> None
     assert page.status_code == 303, page.text
     run_id = int(page.headers["location"].rsplit("/", 1)[1])
     rules = client.get(f"/api/runs/{run_id}").json()["spec"]["alerts"]
-    assert rules == {"urls": ["json://127.0.0.1:9/a", "ntfy://topic"],
+    assert rules == {"urls": ["json://127.0.0.1:9/***", "ntfy://topic/***"],  # shown masked
                      "min_severity": "critical", "ignore": ["reward_hacking", "stalled"]}
+    with get_sessionmaker()() as db:  # stored in full: the sender needs them
+        assert db.get(Run, run_id).spec["alerts"]["urls"] == ["json://127.0.0.1:9/a",
+                                                               "ntfy://topic"]
 
 
 def test_a_severity_change_updates_the_same_alert_and_escalation_is_messaged(
         client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
     alert_env(alert_urls=HOOK)
     run_id, headers = start_run(client, alerts={"min_severity": "info"})
-    report(client, run_id, headers, zero_spread(range(1, 61)))
+    report(client, run_id, headers, zero_spread(range(1, 61), frac=0.9))
     spread = [a for a in alerts(client, run_id=run_id) if a["category"] == "zero_reward_spread"]
-    assert len(spread) == 1, spread  # info while confirming, then critical: still one alert
+    assert len(spread) == 1, spread  # info while confirming, then warning: still one alert
     events = [(h["event"], h["severity"]) for h in spread[0]["history"]]
-    assert events == [("opened", "info"), ("escalated", "critical")]
+    assert events == [("opened", "info"), ("escalated", "warning")]
     sent = [p["event"] for j in jobs(run_id) for p in j.payload["alerts"]
             if p["id"] == spread[0]["id"]]
     assert sent == ["opened", "escalated"]
@@ -229,3 +245,31 @@ def test_a_killed_outside_script_is_lost_with_a_critical_alert(
     assert [(a["category"], a["state"]) for a in alerts(client, run_id=run_id)] == [
         ("lost", "open")]
     assert jobs(run_id)[-1].payload["severity"] == "critical"
+
+
+def _cut_rows(steps: range, clipped: bool) -> list[dict]:
+    """Completions pinned at the 64-token cap; ``clipped``: the log also has clipped_ratio."""
+    return [{"step": s, "metrics": {
+        "reward": 0.2 + s / 400, "reward_std": 0.3, "frac_reward_zero_std": 0.0, "loss": 0.01,
+        "rewards/length_target/mean": 0.2 + s / 400, "completions/mean_length": 63.0,
+        **({"completions/clipped_ratio": 0.9} if clipped else {})}} for s in steps]
+
+
+def test_a_finding_that_moves_to_another_metric_stays_one_alert(client: TestClient,
+                                                                 alert_env) -> None:  # type: ignore[no-untyped-def]
+    """Alert identity is (run, category); the metric is evidence (issue 23): truncation seen
+    first on completions/mean_length, then on completions/clipped_ratio once that is logged,
+    is one open alert, never 'resolved' and reopened while the problem goes on."""
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client, max_completion_length=64)
+    report(client, run_id, headers, _cut_rows(range(1, 61), clipped=False))
+    (first,) = [a for a in alerts(client, run_id=run_id) if a["category"] == "truncation"]
+    assert first["metric"] == "completions/mean_length"
+    report(client, run_id, headers, _cut_rows(range(61, 201), clipped=True))
+    found = [a for a in alerts(client, run_id=run_id) if a["category"] == "truncation"]
+    assert [(a["id"], a["state"]) for a in found] == [(first["id"], "open")]
+    assert found[0]["metric"] == "completions/clipped_ratio"  # the evidence moved with it
+    assert "resolved" not in [h["event"] for h in found[0]["history"]]
+    sent = [p["event"] for j in jobs(run_id) for p in j.payload["alerts"]
+            if p["category"] == "truncation"]
+    assert sent == ["opened"]

@@ -25,7 +25,8 @@ DESTINATIONS = 4
 def test_two_sender_processes_deliver_each_job_once(app_db: str, receiver: HttpReceiver,
                                                     tmp_path) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "GRPODECK_DATABASE_URL": app_db, "GRPODECK_ALERT_POLL_SECONDS": "0.02",
-           "GRPODECK_LOST_CHECK_SECONDS": "3600", "PYTHONUNBUFFERED": "1"}
+           "GRPODECK_LOST_CHECK_SECONDS": "3600", "PYTHONUNBUFFERED": "1",
+           "GRPODECK_ALERT_ALLOW_HOSTS": "127.0.0.1"}  # the receiver is on loopback
     logs = [(tmp_path / f"sender{i}.log").open("wb") for i in range(2)]
     procs = [subprocess.Popen([sys.executable, "-m", "app.scheduler"], env=env, cwd=ROOT,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
@@ -27,6 +28,15 @@ FULL: dict[str, Any] = tiny_spec(
              {"name": "format_tag", "weight": 2.0, "params": {"tag": "think"}},
              {"name": "exact_answer", "weight": 1.0, "params": {}},
              {"name": "constant", "weight": -1.0, "params": {"value": 0.25}}])
+
+
+@pytest.fixture(autouse=True)
+def loopback_alerts_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FULL's alert URL is on loopback, which the outbound URL policy refuses unless allowed."""
+    from app.core import config
+
+    monkeypatch.setenv("GRPODECK_ALERT_ALLOW_HOSTS", "127.0.0.1")
+    config.get_settings.cache_clear()
 
 
 def submitted(form: BeautifulSoup) -> dict[str, str]:

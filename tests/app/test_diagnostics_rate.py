@@ -69,3 +69,15 @@ def test_the_state_is_stored_apart_from_the_run_row(client: TestClient, settings
             DiagnosticsRecord.run_id == run_id)).one()
         assert record.through == 45
         assert record.state["metrics"]["entropy"]["last_step"] == 45
+
+
+def test_every_batch_of_a_smoke_runs_first_steps_is_evaluated(client: TestClient, settings) -> None:  # type: ignore[no-untyped-def]
+    """Issue 23: under the rate bound, a smoke run's second batch would wait for the run's end;
+    its first steps are all evaluated (the state is tiny then), so an exact signal in them is
+    found while the run is live."""
+    settings(diagnostics_min_interval_seconds="3600")
+    run_id, _ = running_run(client)
+    _feed(run_id, [MetricRow(step=1, metrics={"reward": 0.5, "reward_std": 0.2, "loss": 0.1})])
+    _feed(run_id, [MetricRow(step=s, metrics={"reward": 0.0, "reward_std": 0.0, "loss": 0.0,
+                                             "frac_reward_zero_std": 1.0}) for s in (2, 3, 4, 5)])
+    assert "zero_reward_spread" in _categories(client, run_id)

@@ -65,3 +65,52 @@ def test_diagnose_folder_sees_repetitive_completions(tmp_path: Path) -> None:
     findings = json.loads(out)["findings"]
     degenerate = [f for f in findings if f["category"] == "degenerate_completions"]
     assert degenerate and {f["metric"] for f in degenerate} >= {"rollouts/repetition"}
+
+
+def _latest_run() -> tuple[str, dict]:
+    from sqlalchemy import select
+
+    from app.runs.models import Run
+
+    with get_sessionmaker()() as db:
+        run = db.scalars(select(Run).order_by(Run.id.desc()).limit(1)).one()
+        return run.name, dict(run.spec or {})
+
+
+def test_grpodeck_import_of_a_checkpoint_names_the_run_and_reads_training_args(
+        client: TestClient, tmp_path: Path) -> None:
+    """``grpodeck import out/checkpoint-40``: the run is "out" (a checkpoint is not the run's
+    name) and its spec has the GRPOConfig torch.save'd as training_args.bin, read safely."""
+    import torch
+    from trl import GRPOConfig
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    folder = trl_output_dir(tmp_path / "out")
+    args = GRPOConfig(output_dir=str(folder), max_completion_length=321, num_generations=4,
+                      beta=0.04, learning_rate=3e-6, report_to="none", use_cpu=True, bf16=False)
+    torch.save(args, folder / "checkpoint-40" / "training_args.bin")
+    done = CliRunner().invoke(cli, ["import", str(folder / "checkpoint-40")])
+    assert done.exit_code == 0, done.output
+    name, spec = _latest_run()
+    assert name == "out"
+    assert (spec["max_completion_length"], spec["num_generations"], spec["beta"],
+            spec["learning_rate"]) == (321, 4, 0.04, 3e-6)
+    assert "config_not_read" not in spec
+
+
+def test_import_of_an_output_folder_reads_a_saved_config_json(client: TestClient,
+                                                              tmp_path: Path) -> None:
+    """The run folder itself, with the arguments saved as JSON: named after the folder."""
+    folder = trl_output_dir(tmp_path / "my-grpo-run")
+    (folder / "checkpoint-40" / "training_args.json").write_text(json.dumps(
+        {"max_completion_length": 128, "num_generations": 8, "beta": 0.0,
+         "learning_rate": 1e-6, "output_dir": str(folder)}))
+    with get_sessionmaker()() as db:
+        import_log(db, folder)
+        db.commit()
+    name, spec = _latest_run()
+    assert name == "my-grpo-run"
+    assert (spec["max_completion_length"], spec["num_generations"], spec["beta"],
+            spec["learning_rate"]) == (128, 8, 0.0, 1e-6)

@@ -58,24 +58,25 @@ def test_a_small_entropy_doubling_is_not_a_blowup() -> None:
 def test_mean_length_at_the_cap_without_a_clipped_ratio() -> None:
     rows = run(20, **{"completions/mean_length": np.full(20, 90.0)})
     (f,) = [f for f in diagnose(rows, RunContext(max_completion_length=100)).findings
-            if f.category == "length_explosion"]
+            if f.category == "truncation"]
     assert (f.severity, f.first_step, f.last_step, f.metric) == (
         "warning", 1, 20, "completions/mean_length")
     assert f.evidence == {"recent_mean_length": 90.0, "max_completion_length": 100,
-                          "expected_below": 90.0}
+                          "expected_below": 90.0, "length_grew": False}
     assert f.summary == ("Mean completion length 90 is at 90% of max_completion_length (100): "
-                         "completions run into the cap.")
+                         "completions run into the cap. Length did not grow: the cap is too "
+                         "short for these answers.")
     below = run(20, **{"completions/mean_length": np.full(20, 89.0)})
     assert not [f for f in diagnose(below, RunContext(max_completion_length=100)).findings
-                if f.category == "length_explosion"]
+                if f.category in ("truncation", "length_explosion")]
 
 
 def test_truncation_evidence_names_the_cap() -> None:
     rows = run(20, **{"completions/clipped_ratio": np.full(20, 0.6)})
     (f,) = [f for f in diagnose(rows, RunContext(max_completion_length=64)).findings
-            if f.category == "length_explosion"]
+            if f.category == "truncation"]
     assert f.evidence == {"clipped_ratio_median": 0.6, "expected_below": 0.5,
-                          "max_completion_length": 64}
+                          "max_completion_length": 64, "length_grew": False}
     assert f.metric == "completions/clipped_ratio" and f.severity == "warning"
 
 

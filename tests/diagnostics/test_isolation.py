@@ -85,7 +85,7 @@ def test_tracked_metrics_come_from_the_declarations() -> None:
     assert exact == {r for d in DETECTORS for r in d.reads if "*" not in r}
     assert patterns == ("rewards/*/mean",)
     assert (state.TRACKED, state.TRACKED_PATTERNS) == (exact, patterns)  # what the state keeps
-    assert state._tracked("completions/clipped_ratio") and not state._tracked("reward_std")
+    assert state._tracked("completions/clipped_ratio") and not state._tracked("clip_ratio/low_mean")
     new = Detector("probe", ("completions/mean_terminated_length", "eval_rewards/*/mean"),
                    lambda v: [])
     exact2, patterns2 = state.tracked_reads(DETECTORS + (new,))

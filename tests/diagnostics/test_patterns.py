@@ -129,11 +129,27 @@ def test_kl_missing_or_zero_gives_no_kl_finding(b):
     assert d.verdict == "healthy" and not any(f.category.startswith("kl") for f in d.findings)
 
 
-def test_length_explosion_from_truncation(b):
+def test_truncation_without_growth_is_its_own_category(b):
+    """Completions cut at the cap from the start, length flat: truncation (raise the cap),
+    not a length explosion, which needs growth (issue 23)."""
     steps, c = b.healthy_cols(200, 10)
     c["completions/clipped_ratio"] = np.clip(0.9 + b.rng(9).normal(0, 0.04, len(steps)), 0, 1)
-    f = finding(diagnose(b.rows_from(steps, **c)), "length_explosion")
+    d = diagnose(b.rows_from(steps, **c))
+    f = finding(d, "truncation")
     assert f.severity == "warning" and f.metric == "completions/clipped_ratio"
+    assert "length_explosion" not in d.categories
+    assert any("Raise max_completion_length" in a for a in f.actions)
+
+
+def test_truncation_after_growth_is_a_length_explosion(b):
+    steps, c = b.healthy_cols(200, 10)
+    t = steps / 200
+    c["completions/mean_length"] = 150 + 650 * t + b.rng(11).normal(0, 10, len(steps))
+    c["completions/clipped_ratio"] = np.clip(1.2 * t - 0.1, 0, 1)
+    d = diagnose(b.rows_from(steps, **c), RunContext(max_completion_length=800))
+    assert "truncation" not in d.categories
+    assert {f.metric for f in d.findings if f.category == "length_explosion"} >= {
+        "completions/clipped_ratio"}
 
 
 def test_length_explosion_climbing_to_cap(b):
@@ -271,10 +287,15 @@ def test_a_run_with_no_rows_is_unknown_not_healthy():
     assert d.verdict == "unknown" and not d.findings
 
 
-def test_short_bad_looking_run_has_no_false_alarm(b):
+def test_short_run_alarms_only_on_its_exact_signal(b):
+    """Three rows: a KL jump is noise (no window yet), but no group with any reward spread on
+    every row is exact, judged at once (issue 23: a smoke run must catch it)."""
     rows = [(1, {"reward": 0.0, "loss": 0.0, "kl": 1.0, "frac_reward_zero_std": 1.0}),
             (2, {"reward": 0.0, "loss": 0.0, "kl": 50.0, "frac_reward_zero_std": 1.0}),
             (3, {"reward": 0.0, "loss": 0.0, "kl": 1.0, "frac_reward_zero_std": 1.0})]
+    d = diagnose(rows)
+    assert [(f.category, f.severity) for f in d.findings] == [("zero_reward_spread", "critical")]
+    rows = [(s, {**m, "frac_reward_zero_std": 0.5}) for s, m in rows]
     assert diagnose(rows).verdict == "healthy"
 
 
@@ -288,7 +309,7 @@ def test_old_and_new_key_names_agree(b):
     old = b.rows_from(steps, **old_cols)
     dn, do = diagnose(new), diagnose(old)
     assert dn.verdict == do.verdict == "warning"
-    assert dn.categories == do.categories == ["length_explosion"]
+    assert dn.categories == do.categories == ["truncation"]
 
 
 def test_new_length_name_wins_when_both_present(b):

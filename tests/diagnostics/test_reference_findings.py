@@ -27,7 +27,7 @@ EXPECTED = {  # the readable part of the golden file: what each run is about
     "kl_single_spike": ("healthy", {"kl_spike"}),
     "kl_offset": ("healthy", {"kl_offset"}),
     "kl_sudden_growth": ("critical", {"kl_blowup"}),  # sustained: severity.SUSTAINED
-    "truncation": ("warning", {"length_explosion"}),
+    "truncation": ("warning", {"truncation"}),  # cut from the start: not an explosion
     "length_to_cap": ("warning", {"length_explosion"}),
     "length_collapse": ("critical", {"length_collapse", "stalled"}),  # flat reward
     "hacking": ("warning", {"reward_hacking"}),

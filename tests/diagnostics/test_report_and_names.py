@@ -19,7 +19,7 @@ def test_report_text_and_json(b):
     d = diagnose(b.rows_from(steps, **c))
     text = format_text(d)
     assert text.splitlines()[0].startswith("Verdict: CRITICAL")
-    assert "length_explosion" in text and "evidence:" in text and "    - " in text
+    assert "truncation" in text and "evidence:" in text and "    - " in text
     j = to_json_dict(d)
     assert j["verdict"] == "critical"
     assert set(j["findings"][0]) == {"category", "severity", "first_step", "last_step",

@@ -37,6 +37,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, receiver: HttpReceiver) -> It
     stack = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
                   workdir, scheduler=True, extra_env={
                       "GRPODECK_ALERT_URLS": f"webhook+{receiver.url('/hook')}",
+                      "GRPODECK_ALERT_ALLOW_HOSTS": "127.0.0.1",  # the receiver's loopback
                       "GRPODECK_ALERT_RETRY_SECONDS": "1", "GRPODECK_LOST_CHECK_SECONDS": "2",
                       "GRPODECK_LOST_AFTER_SECONDS": "15",
                       "GRPODECK_ALERT_POLL_SECONDS": "0.2", "GRPODECK_ALERT_TIMEOUT_SECONDS": "300"})
@@ -109,6 +110,27 @@ def test_a_constant_reward_run_alerts_once_and_resolves_when_it_ends(
     alert = stall[0]
     print(f"\nFIGURE finding stored -> receiver: {arrival_delay(receiver, live, alert):.2f} s "
           f"(scheduler polls every 0.2 s)")
+
+
+def test_a_five_step_smoke_run_with_a_constant_reward_alerts_critical_while_running(
+        live: Stack, receiver: HttpReceiver) -> None:
+    """Issue 23: the place to catch a reward with no spread is a smoke run. A real worker trains
+    5 steps with a constant reward; every group has zero spread on every row, an exact signal
+    judged after 3 rows, so the critical alert is *opened* while the run is running (not only
+    found at its end) and delivered, then resolved when the run ends."""
+    run_id = live.launch(name="it-alert-smoke", max_steps=5, **{**TINY, "logging_steps": 1},
+                         rewards=[{"name": "constant", "params": {"value": 0.0}}])
+    run = live.wait_for(run_id, {"succeeded", "failed", "cancelled"})
+    assert run["status"] == "succeeded", run
+    live.wait_until(lambda: any(a["event"] == "resolved" for a in messages_for(receiver, run_id)),
+                    "the resolved message", timeout=60)
+    (alert,) = [a for a in api_alerts(live, run_id) if a["category"] == "zero_reward_spread"]
+    assert alert["severity"] == "critical" and alert["history"][0]["event"] == "opened", alert
+    assert alert["resolved_reason"] == "run succeeded"
+    assert alert["history"][0]["step"] <= 5  # opened at a training step, before the end
+    sent = [(a["event"], a["severity"]) for a in messages_for(receiver, run_id)
+            if a["id"] == alert["id"]]
+    assert sent == [("opened", "critical"), ("resolved", "critical")], sent
 
 
 def _scripted_run(live: Stack, **spec: object) -> tuple[int, dict[str, str]]:

@@ -135,9 +135,11 @@ def test_answer_match_exact_and_numeric() -> None:
         exact(prompts=["p"], completions=["x"])
 
 
-def test_custom_imports_a_worker_function_and_calls_it_like_trl() -> None:
+def test_custom_imports_a_worker_function_and_calls_it_like_trl(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     fn = custom("tests.rewards.custom_reward:shout")
     assert fn(prompts=["p", "p"], completions=["HEY", "hey"]) == [1.0, 0.0]
+    monkeypatch.setenv("GRPODECK_CUSTOM_REWARDS", "tests.rewards.custom_reward")  # a prefix
     with pytest.raises(ValueError, match="not importable"):
         custom("tests.rewards.custom_reward:missing")
     with pytest.raises(ValueError, match="like package.module:function"):

@@ -105,8 +105,12 @@ def test_memory_hog_gets_memory_error() -> None:
 
 
 def test_huge_output_is_capped() -> None:
-    value, reason, _ = score("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)")
-    assert (value, reason) == (0.0, "output limit")
+    """The completion's prints go to /dev/null (only the judge writes results), so a flood ends
+    at the timeout; a sandboxed program that floods its own stdout is cut at the cap."""
+    flood = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"
+    assert score(flood)[:2] == (0.0, "timeout")
+    result = sandbox.run_python(flood, limits=FAST)
+    assert result.status == "output_limit" and len(result.stdout) <= FAST.output_bytes
 
 
 def test_writing_outside_its_directory_fails(worker_state: dict[str, object]) -> None:
@@ -114,12 +118,15 @@ def test_writing_outside_its_directory_fails(worker_state: dict[str, object]) ->
     code = (f"open({str(victim)!r}, 'w').write('pwned')\n"
             "def f():\n    return 1")
     value, reason, _ = score(code)
-    # Its own uid may not even reach the file (a 0700 home): refused either way.
+    # The project directory is hidden (an empty tmpfs), or its own uid may not even reach the
+    # file (a 0700 home), or the file system is read-only: refused in every case.
     assert value == 0.0 and reason.startswith(("crashed: OSError: [Errno 30] Read-only file system",
-                                               "crashed: PermissionError"))
+                                               "crashed: PermissionError",
+                                               "crashed: FileNotFoundError"))
     # Read-only holds without the uid switch too (a worker that does not run as root).
     same_uid = sandbox.Isolation(namespaces=True, own_uid=False, python=sandbox.sandbox_python())
-    result = sandbox._run(f"open({str(victim)!r}, 'w').write('pwned')", "", FAST, same_uid, 0)
+    result = sandbox._run("open('/usr/grpodeck-escape', 'w').write('pwned')", "", FAST,
+                          same_uid, 0)
     assert result.status == "error" and "Read-only file system" in result.stderr
     # /tmp inside the sandbox is private: a file there never reaches the host's /tmp.
     value, reason, _ = score("open('/tmp/grpodeck-escape', 'w').write('x')\n"
@@ -158,8 +165,10 @@ def test_killing_its_parent_leaves_the_worker_alive(worker_state: dict[str, obje
     value, reason, _ = score(code)
     # Inside its pid namespace it is init, which ignores its own SIGKILL; its parent (unshare,
     # outside) may die first and take it along: either way no pass, and the worker lives on.
+    # Or the solution's own process group dies first: the judge reports that it is gone.
     assert value == 0.0 and reason.startswith(("exited before the tests finished",
-                                               "failed test 1/1: NameError"))
+                                               "failed test 1/1: NameError",
+                                               "crashed: SolutionGone"))
 
 
 def test_deep_recursion_scores_zero() -> None:
@@ -175,14 +184,16 @@ def test_deep_recursion_scores_zero() -> None:
 def test_os_exit_inside_the_tests_is_not_a_pass() -> None:
     """Exit code 0 before the harness finished, or printing a fake verdict, scores 0."""
     value, reason, _ = score("import os\ndef f():\n    os._exit(0)")
-    assert (value, reason) == (0.0, "exited before the tests finished (exit code 0)")
+    assert (value, reason) == (
+        0.0, "failed test 1/1: SolutionGone: the solution's process exited (exit code 0)")
     value, reason, _ = score('print(\'x {"kind": "done"}\')\nimport os\nos._exit(0)')
-    assert (value, reason) == (0.0, "exited before the tests finished (exit code 0)")
+    assert (value, reason) == (
+        0.0, "crashed: SolutionGone: the solution's process exited (exit code 0)")
 
 
 def test_many_programs_run_in_parallel_up_to_the_cpu_count() -> None:
     """Eight one-second sleepers take at least 8 s one after another; in parallel on two or
-    more CPUs they end well before that, even on a loaded machine."""
+    more CPUs they end before that, even on a loaded machine."""
     assert (os.cpu_count() or 1) >= 2, "needs two CPUs to show parallelism"
     started = time.monotonic()
     outcomes, seconds = run_unit_tests(
@@ -190,4 +201,5 @@ def test_many_programs_run_in_parallel_up_to_the_cpu_count() -> None:
         ["assert f() == 1"] * 8, limits=FAST)
     elapsed = time.monotonic() - started
     assert [o.score for o in outcomes] == [1.0] * 8 and all(s >= 1.0 for s in seconds)
-    assert elapsed < 6.5, f"{elapsed:.2f}s for 8 one-second programs: not run in parallel"
+    # In series they take at least 8 s; each program is two interpreters (judge and solution).
+    assert elapsed < 8.0, f"{elapsed:.2f}s for 8 one-second programs: not run in parallel"

@@ -5,11 +5,11 @@ deliberately hackable proxy (it counts fences and never runs anything).
 
 The dataset row gives ``tests``: one string (the whole test script: pass or fail as one) or a
 list of strings (each test on its own, so a share can be scored), plus an optional ``setup``
-string run before the completion (HumanEval's ``from typing import List``). Each program is the
-harness below; it reports through lines tagged with a random nonce it reads from stdin, so a
-completion that prints "passed" or calls ``os._exit(0)`` before the tests ran scores nothing.
-(A program written to read the harness's own memory could still forge the nonce: the sandbox
-contains what a program does, it does not make the score tamper-proof.)
+string run before the completion (HumanEval's ``from typing import List``). The score comes from
+outside the completion's interpreter: the tests run in a judge process and call the completion's
+functions in a separate child over pipes, getting plain data back (``worker.rewards.harness``).
+The judge reports through lines tagged with a random nonce only it knows (read from its stdin),
+so nothing the completion prints, patches or exits with can forge a pass: it can only answer.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from grpodeck.contract.text import completion_text
 from worker import sandbox
+from worker.rewards import harness
 from worker.rewards.outcome import Outcome, report, short
 
 FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -31,36 +32,6 @@ COST_METRIC = "sandbox/seconds_per_completion"
 BATCH_METRIC = "sandbox/batch_seconds"
 ISOLATION_METRIC = "sandbox/network_isolated"  # 1: own network namespace; 0: NOT isolated
 
-HARNESS = r'''
-import json as _json, os as _os, sys as _sys
-_write, _nonce = _os.write, _sys.stdin.readline().strip()
-def _emit(kind, **fields):
-    _write(1, ("\n" + _nonce + " " + _json.dumps(dict(kind=kind, **fields)) + "\n").encode())
-def _why(e):
-    return (type(e).__name__ + ": " + str(e))[:300] if str(e) else type(e).__name__
-_ns = {"__name__": "solution"}
-try:
-    exec(compile(SETUP, "<setup>", "exec"), _ns)
-except BaseException as e:
-    _emit("setup_error", error=_why(e)); _os._exit(0)
-try:
-    _code = compile(CODE, "<completion>", "exec")
-except (SyntaxError, ValueError) as e:
-    _emit("syntax_error", error="%s (line %s)" % (getattr(e, "msg", e), getattr(e, "lineno", "?")))
-    _os._exit(0)
-try:
-    exec(_code, _ns)
-except BaseException as e:
-    _emit("code_error", error=_why(e)); _os._exit(0)
-for _i, _t in enumerate(TESTS):
-    try:
-        exec(compile(_t, "<test %d>" % _i, "exec"), _ns)
-        _emit("test", index=_i, passed=True)
-    except BaseException as e:
-        _emit("test", index=_i, passed=False, error=_why(e))
-_emit("done")
-_os._exit(0)
-'''
 
 
 def code_blocks(text: str) -> list[str]:
@@ -86,9 +57,9 @@ def test_list(tests: Any) -> list[str]:
     return [str(t) for t in tests if str(t).strip()]
 
 
-def build_program(code: str, tests: Sequence[str], setup: str = "") -> str:
-    """The harness with this completion's code and the row's tests filled in as literals."""
-    return (f"SETUP = {setup!r}\nCODE = {code!r}\nTESTS = {list(tests)!r}\n" + HARNESS)
+def build_job(code: str, tests: Sequence[str], setup: str, nonce: str) -> tuple[str, str]:
+    """The sandbox's (source, stdin): the judge program, and this row's job on its stdin."""
+    return harness.JUDGE, harness.job(code, list(tests), setup, nonce)
 
 
 def _events(stdout: str, nonce: str) -> list[dict[str, Any]]:
@@ -153,7 +124,7 @@ def run_unit_tests(completions: Sequence[str], tests: Sequence[Any],
             outcomes[i] = Outcome(0.0, "no code found")
         else:
             nonce = secrets.token_hex(16)
-            jobs.append((build_program(code, snippets, str(setup or "")), nonce + "\n"))
+            jobs.append(build_job(code, snippets, str(setup or ""), nonce))
             slots.append((i, nonce, len(snippets)))
     results = sandbox.run_many(jobs, limits)
     for (i, nonce, n), result in zip(slots, results, strict=True):

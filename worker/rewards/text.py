@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from grpodeck.contract import custom_rewards
 from grpodeck.contract.kinds import import_path, match_mode, regular_expression
 from grpodeck.contract.text import completion_text
 from worker.rewards.outcome import Outcome, report, short
@@ -96,8 +97,16 @@ def answer_match(mode: str, column: str) -> Callable[..., list[float | None]]:
 
 
 def custom(path: str) -> Callable[..., list[float | None]]:
-    """TRL reward imported on the worker, called exactly as TRL would call it."""
-    module_name, _, attr = import_path(path).partition(":")
+    """TRL reward imported on the worker, called exactly as TRL would call it.
+
+    Only a function on this worker's allow-list is imported (``custom_rewards``): the web app
+    checked the list already, but the worker's own deployment has the last word, and a spec
+    that reached the queue some other way must not get ``os:system`` imported."""
+    path = import_path(path)
+    if not custom_rewards.is_allowed(path):
+        raise ValueError(f"custom reward refused on this worker: it must be "
+                         f"{custom_rewards.refusal(path)}")
+    module_name, _, attr = path.partition(":")
     try:
         fn = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:

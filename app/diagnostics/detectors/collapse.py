@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import NO_NOISE, early, recent
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
-from app.diagnostics.view import View
+from app.diagnostics.view import Series, View
 
 METRIC = "reward"
 MIN_PTS = 10
 MIN_STEPS = 30
 DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of a smoothed point
 LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
-STAY_FRAC = 0.8  # 80% of recent points sit below the midpoint between best and now
+STAY_FRAC = 0.8  # 80% of recent smoothed points sit below the midpoint between best and now
+#                   (smoothed: on a noisy reward single raw points cross it, issue 23)
 CRITICAL_LOST_FRAC = 0.8  # critical: it fell most of the way back (>= 80% of the gain lost)
+STAY_SIGMA = 3.0  # ... or their median sits this many standard errors below it
 RECENT_FRAC = 0.15  # "now" = the last 15% of the run: short, so a fresh fall shows quickly
 SMOOTH_DIV = 10  # smoothing window = a tenth of the points (odd, at least SMOOTH_MIN)
 SMOOTH_MIN = 3
@@ -25,6 +29,16 @@ MEDIAN_VAR = 1.57  # variance of a median is ~pi/2 times that of a mean (normal 
 ACTIONS = ["Find the step where it turned and inspect the rollouts around it",
            "Lower the learning rate; raise beta", "Resume from the best checkpoint",
            "Check for reward hacking or entropy collapse at the same steps"]
+
+
+def _stays(s: Series, smooth: np.ndarray, rec: np.ndarray, mid: float) -> bool:
+    """The recent level stays below the midpoint between the best and now: most smoothed
+    recent points are below it, or the recent median is STAY_SIGMA of its own standard error
+    below it (on a noisy reward single points cross the midpoint either way; issue 23)."""
+    if (smooth[-len(rec):] < mid).mean() >= STAY_FRAC:
+        return True
+    se = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(MEDIAN_VAR / len(rec))
+    return mid - med(rec) >= STAY_SIGMA * se
 
 
 def detect(view: View) -> list[Finding]:
@@ -43,7 +57,7 @@ def detect(view: View) -> list[Finding]:
     sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
-            or drop < LOST_GAIN_FRAC * gained or (rec < best - drop / 2).mean() < STAY_FRAC):
+            or drop < LOST_GAIN_FRAC * gained or not _stays(s, smooth, rec, best - drop / 2)):
         return []
     lost = drop / (best - base) if best > base else float("inf")
     rose = best - base >= DROP_SIGMA * sigma  # a real peak, not just the first points

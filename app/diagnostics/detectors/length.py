@@ -1,4 +1,5 @@
-"""Completion length: explosion/truncation (nothing terminates) and collapse (nothing left)."""
+"""Completion length: truncation (cut at the cap from the start), explosion (grew into the cap
+or far past its start) and collapse (nothing left)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,38 @@ GROWTH_ONSET = 1 + (GROWTH - 1) / 2  # growth starts where length first passes h
 EXPLOSION_ACTIONS = ["Raise max_completion_length if answers legitimately need more room",
                      "Add a length penalty or reward termination",
                      "Check the EOS token / chat template so completions can stop"]
+TRUNCATION_ACTIONS = ["Raise max_completion_length: answers are cut before they finish",
+                      "Ask for shorter answers (system prompt, fewer reasoning steps)",
+                      "Check the EOS token / chat template so completions can stop",
+                      "Score truncated completions lower (or mask them) so cut text is not rewarded"]
 COLLAPSE_ACTIONS = ["Inspect rollouts: are completions empty or a bare token?",
                     "Check for a reward that favours short output (length hacking)",
                     "Lower the learning rate"]
+
+
+def _grew(view: View) -> bool:
+    """Mean length doubled since the early steps with a significant upward trend: completions
+    that reach the cap *because they grew* (an explosion), not ones cut from the start."""
+    s = view.series(LENGTH)
+    if s is None or len(s) < MIN_TREND_PTS or s.span < MIN_STEPS:
+        return False
+    base = med(early(s))
+    rho, crit = trend(s)
+    return base > 0 and med(recent(s)) >= GROWTH * base and rho >= crit
+
+
+def _cut(view: View, metric: str, severity: str, start: int, last: int, what: str,
+         evidence: dict) -> Finding:
+    """Completions at the cap: ``length_explosion`` when they got there by growing,
+    ``truncation`` when they were cut from the start (raise the cap, ask for shorter answers)."""
+    grew = _grew(view)
+    return Finding(
+        category="length_explosion" if grew else "truncation", severity=severity,
+        first_step=start, last_step=last,
+        summary=what + (" Length grew into the cap." if grew else
+                        " Length did not grow: the cap is too short for these answers."),
+        evidence={**evidence, "length_grew": grew},
+        actions=EXPLOSION_ACTIONS if grew else TRUNCATION_ACTIONS, metric=metric)
 
 
 def _truncation(view: View) -> list[Finding]:
@@ -54,26 +84,21 @@ def _truncation(view: View) -> list[Finding]:
             return []
         smooth = rolling_median(c.values, SMOOTH_PTS)
         start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
-        return [Finding(
-            category="length_explosion",
-            severity="critical" if now >= TRUNC_CRITICAL else "warning",
-            first_step=start, last_step=c.last,
-            summary=(f"{now:.0%} of completions are truncated at max_completion_length since "
-                     f"step {start}: they do not terminate, so rewards score cut-off text."),
-            evidence={"clipped_ratio_median": r3(now), "expected_below": TRUNC_WARN,
-                      "max_completion_length": cap},
-            actions=EXPLOSION_ACTIONS, metric=CLIPPED)]
+        return [_cut(
+            view, CLIPPED, "critical" if now >= TRUNC_CRITICAL else "warning", start, c.last,
+            f"{now:.0%} of completions are truncated at max_completion_length since step "
+            f"{start}: they do not terminate, so rewards score cut-off text.",
+            {"clipped_ratio_median": r3(now), "expected_below": TRUNC_WARN,
+             "max_completion_length": cap})]
     s = view.series(LENGTH)
     if cap and s is not None and len(s) >= MIN_PTS and med(recent(s)) >= CAP_NEAR * cap:
         now = med(recent(s))
-        return [Finding(
-            category="length_explosion", severity="warning", first_step=s.first,
-            last_step=s.last,
-            summary=(f"Mean completion length {now:.0f} is at {now / cap:.0%} of "
-                     f"max_completion_length ({cap}): completions run into the cap."),
-            evidence={"recent_mean_length": r3(now), "max_completion_length": cap,
-                      "expected_below": CAP_NEAR * cap},
-            actions=EXPLOSION_ACTIONS, metric=LENGTH)]
+        return [_cut(
+            view, LENGTH, "warning", s.first, s.last,
+            f"Mean completion length {now:.0f} is at {now / cap:.0%} of max_completion_length "
+            f"({cap}): completions run into the cap.",
+            {"recent_mean_length": r3(now), "max_completion_length": cap,
+             "expected_below": CAP_NEAR * cap})]
     return []
 
 
