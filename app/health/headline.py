@@ -24,6 +24,7 @@ KEY_NUMBERS: dict[str, tuple[str, ...]] = {
     "length_explosion": ("{clipped_ratio_median:.0%} of completions clipped",
                          "mean length {recent_mean_length} (was {early_mean_length})",
                          "mean length {recent_mean_length} of {max_completion_length}"),
+    "truncation": ("{clipped_ratio_median:.0%} of completions clipped",),
     "length_collapse": ("mean length {recent_mean_length} (was {early_mean_length})",),
     "zero_reward_spread": ("{frac_reward_zero_std_median:.0%} of groups with zero spread",),
     "stalled": ("reward {early_reward} → {recent_reward} over {points} logged steps",),

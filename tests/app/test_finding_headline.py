@@ -11,7 +11,8 @@ from tests.diagnostics import reference_runs
 
 CASES = [("kl_blowup", "kl_blowup", "KL "), ("too_hard", "zero_reward_spread", "% of groups"),
          ("entropy_collapse", "entropy_collapse", "entropy "), ("stalled", "stalled", "reward "),
-         ("truncation", "length_explosion", "% of completions clipped"),
+         ("truncation", "truncation", "% of completions clipped"),
+         ("length_to_cap", "length_explosion", "mean length "),
          ("grad_spikes", "numerical_instability", "gradient-norm spikes"),
          ("reward_collapse", "reward_collapse", "reward ")]
 
