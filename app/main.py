@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.alerts import api as alerts_api
 from app.alerts import views as alert_views
 from app.auth import views as auth_views
-from app.core import limits
+from app.core import busy, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
+from app.core.config import get_settings
 from app.core.docs import install_docs
 from app.core.error_pages import install as install_error_pages
 from app.datasets import api as datasets_api
@@ -17,11 +19,13 @@ from app.datasets import views as dataset_views
 from app.dryruns import api as dry_runs_api
 from app.dryruns import views as dry_run_views
 from app.health import api as health_api
+from app.processes import api as processes_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
 from app.runs import api as runs_api
 from app.runs import (
     compare,
+    import_api,
     import_views,
     list_views,
     presets,
@@ -34,12 +38,24 @@ from app.runs import (
 from app.security import install as install_security
 
 
+def trust_forwarded_headers(app: FastAPI) -> None:
+    """X-Forwarded-For/-Proto only from the proxies GRPODECK_TRUSTED_PROXIES lists (added last:
+    outermost, so the sign-in throttle and every log see the client the proxy names). Without
+    the setting the headers are ignored: anyone can send them, and believing them from loopback
+    (uvicorn's default, which `grpodeck serve` turns off) let any local process, or anything a
+    local proxy forwards, pick a fresh address for every guessed password."""
+    trusted = [host.strip() for host in get_settings().trusted_proxies.split(",") if host.strip()]
+    if trusted:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="GRPO Deck", version="0.1.0", docs_url=None,
                   redoc_url=None,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
     limits.install(app)
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
+    busy.install(app)  # a database lock wait is 503 + Retry-After, not a 500
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(presets.router)
@@ -51,19 +67,23 @@ def create_app() -> FastAPI:
     app.include_router(dry_runs_api.report_router)
     app.include_router(dry_run_views.router)
     app.include_router(health_api.router)
+    app.include_router(processes_api.router)
+    app.include_router(processes_api.health_router)
     app.include_router(datasets_api.router)
     app.include_router(dataset_views.router)
     app.include_router(rollouts_api.router)
     app.include_router(rollout_views.router)
     app.include_router(alerts_api.router)
     app.include_router(alert_views.router)
+    app.include_router(import_api.router)
     app.include_router(import_views.router)  # before views: /runs/import is not a run id
     app.include_router(list_views.router)
     app.include_router(compare.router)  # before views: /runs/compare is not a run id
     app.include_router(smoke.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
-    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router])
+    install_security(app, token_routers=[report_api.router, dry_runs_api.report_router,
+                                                processes_api.router])
     install_docs(app)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),
@@ -72,10 +92,7 @@ def create_app() -> FastAPI:
     # gzip for pages, JSON and static files alike (plotly-cartesian.min.js: 1.5 MB -> about 0.5 MB); added last,
     # so it wraps everything, the security headers included
     app.add_middleware(GZipMiddleware, minimum_size=1_000, compresslevel=6)
-
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    trust_forwarded_headers(app)
 
     return app
 

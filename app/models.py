@@ -5,5 +5,6 @@ from app.auth.models import ApiKey, User, UserSession  # noqa: F401
 from app.dryruns.models import DryRun  # noqa: F401
 from app.health.models import DiagnosticsRecord, FindingRecord  # noqa: F401
 from app.metrics.models import MetricPoint, MetricRollup  # noqa: F401
+from app.processes.models import HeartbeatRecord  # noqa: F401
 from app.rollouts.models import RolloutGroup  # noqa: F401
 from app.runs.models import Run, RunTag  # noqa: F401

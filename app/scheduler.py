@@ -13,7 +13,9 @@ lifecycle table.
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -22,7 +24,10 @@ import httpx
 
 from app.alerts.sender import Sender
 from app.core.config import get_settings
+from app.core.db import get_sessionmaker
 from app.health.watch import check_live_runs
+from app.processes.service import beat
+from grpodeck.contract.heartbeat import Heartbeat
 
 log = logging.getLogger("grpodeck.scheduler")
 
@@ -53,16 +58,40 @@ class WebWatch:
         return self.up_since
 
 
+class Beacon:
+    """The scheduler's heartbeat, written straight to the database every ``heartbeat_seconds``:
+    without it a dead scheduler (no alerts, no lost-run check) was silent (``app.processes``)."""
+
+    def __init__(self, every: float) -> None:
+        self.every = every
+        self.next_at = 0.0
+        host = socket.gethostname()
+        self.heartbeat = Heartbeat(name=f"scheduler@{host}", host=host, pid=os.getpid())
+
+    def maybe_beat(self) -> None:
+        if time.monotonic() < self.next_at:
+            return
+        self.next_at = time.monotonic() + self.every
+        try:
+            with get_sessionmaker()() as db:
+                beat(db, "scheduler", self.heartbeat)
+                db.commit()
+        except Exception:  # a database hiccup must not end the loop; the next beat may pass
+            log.exception("scheduler heartbeat failed")
+
+
 def run(stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
     settings = get_settings()
     sender = Sender()
     web = WebWatch(settings.web_health_url or settings.worker_report_url)
     next_check = time.monotonic() + settings.lost_check_seconds
+    beacon = Beacon(settings.heartbeat_seconds)
     log.info("scheduler %s: sending alerts every %.1fs, lost-run check every %.0fs",
              sender.name, settings.alert_poll_seconds, settings.lost_check_seconds)
     try:
         while not stop.is_set():
+            beacon.maybe_beat()
             try:
                 sender.cycle()
             except Exception:  # a database hiccup must not end the loop

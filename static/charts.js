@@ -39,7 +39,8 @@
   // smoothed lines ("smoothed") and any other helper trace carry one and are left alone.
   function isRaw(t) { return t.meta === undefined || t.meta === null; }
 
-  // The metric a line draws: its legendgroup (the name is escaped for plotly's display).
+  // The metric a trace draws: its legendgroup. Its name is the legend text, HTML-escaped by the
+  // server (plotly renders markup in names), so a metric called "a<b" is not its name.
   function metricOf(t) { return t.legendgroup || t.name; }
 
   // A summary's min-max band ("band" traces, static/chartkit.js), in its line's colour.

@@ -101,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # (session fixtures) run on one worker per folder, so each stack starts once; every other test is
 # its own scope and spreads freely. (``--dist loadgroup`` with ``xdist_group`` marks would say
 # the same, but xdist 3.8 cannot tag node ids under pytest 9, so it silently groups nothing.)
-STACK_FOLDERS = ("tests/integration/", "tests/e2e/")
+STACK_FOLDERS = ("tests/integration/", "tests/e2e/", "tests/packaging/")  # packaging: venvs
 
 
 @pytest.hookimpl(optionalhook=True)

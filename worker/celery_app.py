@@ -48,3 +48,7 @@ def celery_for(broker_url: str, queue: str) -> Celery:
 
 
 celery_app = celery_for(get_settings().broker_url, get_settings().queue)
+
+# Connects the heartbeat (worker_ready) and the pool processes' death with the worker
+# (worker_process_init) before the pool forks.
+import worker.heartbeat  # noqa: F401

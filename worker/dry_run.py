@@ -2,9 +2,10 @@
 spec's model, score them with every reward, train nothing, and post the scores back.
 
 The Celery task (``grpodeck.dry_run``, sent by name from the web app) runs the sampling in a
-child process (``python -m worker.dry_run``): a model that exhausts memory or a reward that
-crashes the interpreter takes the child down, not the worker, and the built-ins' offline
-switches take effect before any Hugging Face library is imported. A reward that raises is not
+child process (``python -m worker.dry_run``) that dies with the worker (``lifeline``): a model
+that exhausts memory or a reward that crashes the interpreter takes the child down, not the
+worker, and the built-ins' offline switches take effect before any Hugging Face library is
+imported. A reward that raises is not
 a failure of the dry run: its traceback is the answer, with whatever was scored before.
 """
 
@@ -14,6 +15,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,12 +26,15 @@ from typing import Any
 
 import httpx
 
+from grpodeck.client.retry import RETRY_STATUSES, retry_after
 from worker.celery_app import celery_app
+from worker.supervise import redact_paths
+from worker.training.child import SUPERVISOR_ENV
 
 log = logging.getLogger(__name__)
 
 CHILD_TIMEOUT_S = 900  # model download + sampling; a hub model on CPU can take minutes
-POST_ATTEMPTS = 5
+POST_ATTEMPTS = 10  # a database locked for a while answers 503 + Retry-After several times
 TEXT_CHARS = 4_000
 
 
@@ -180,7 +185,11 @@ def _post(report_url: str, dry_run_id: int, ticket: str, body: dict[str, Any]) -
             reply = httpx.post(url, json=body, headers={"Authorization": f"Bearer {ticket}"},
                                timeout=30)
         except httpx.TransportError:
-            time.sleep(2 ** attempt)
+            time.sleep(min(30, 2 ** attempt))
+            continue
+        if reply.status_code in RETRY_STATUSES or reply.status_code >= 500:
+            # 503 while the database is locked: the same result again, when the server says
+            time.sleep(retry_after(reply) or min(30, 2 ** attempt))
             continue
         if reply.status_code == 401:  # already answered (a redelivered task): nothing to do
             log.info("dry run %s: result refused: %s", dry_run_id, reply.text)
@@ -201,7 +210,8 @@ def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url
             done = subprocess.run(
                 [sys.executable, "-m", "worker.dry_run", "--spec", str(spec_path),
                  "--prompts", str(prompts), "--out", str(out_path)],
-                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
+                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False,
+                env={**os.environ, SUPERVISOR_ENV: str(os.getpid())})
             if done.returncode == 0 and out_path.exists():
                 body = json.loads(out_path.read_text())
             else:
@@ -209,6 +219,8 @@ def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url
                                  + done.stderr[-8000:]}
         except subprocess.TimeoutExpired:
             body = {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was stopped"}
+    if isinstance(body.get("error"), str):
+        body["error"] = redact_paths(body["error"])
     _post(report_url, dry_run_id, ticket, body)
 
 
@@ -218,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    if os.environ.get(SUPERVISOR_ENV):  # die with the worker that waits for us (even kill -9)
+        from worker.training.lifeline import tie_to_parent
+
+        tie_to_parent(int(os.environ[SUPERVISOR_ENV]))
     try:
         result = dry_run(json.loads(Path(args.spec).read_text()), args.prompts)
     except Exception:  # noqa: BLE001 - the model or dataset did not load: that is the answer

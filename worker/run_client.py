@@ -14,8 +14,15 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
 
+from grpodeck.client.retry import retry_after
 from grpodeck.contract.wire import (
     ClaimOut,
     ControlOut,
@@ -41,6 +48,20 @@ def retryable(exc: BaseException) -> bool:
         exc.response.status_code >= 500 or exc.response.status_code == 429)
 
 
+_BACKOFF = wait_exponential(multiplier=0.5, max=10)
+
+
+def server_wait(state: RetryCallState) -> float:
+    """The server's Retry-After (503 while the database is locked, 429) when it sent one,
+    else exponential backoff."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    if isinstance(exc, httpx.HTTPStatusError):
+        asked = retry_after(exc.response)
+        if asked is not None:
+            return asked
+    return _BACKOFF(state)
+
+
 class RunClient:
     def __init__(self, base_url: str, run_id: int, deadline: float = 300.0,
                  timeout: float = 10.0) -> None:
@@ -59,7 +80,7 @@ class RunClient:
     def _call(self, method: str, path: str, body: BaseModel | None = None) -> dict[str, Any]:
         for attempt in Retrying(retry=retry_if_exception(retryable), reraise=True,
                                 stop=stop_after_delay(self.deadline),
-                                wait=wait_exponential(multiplier=0.5, max=10)):
+                                wait=server_wait):
             with attempt:
                 return self._once(method, path, body)
         raise AssertionError("unreachable")

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from grpodeck.contract.heartbeat import HEARTBEAT_PATH
 from grpodeck.contract.tasks import DEFAULT_BROKER_URL, DEFAULT_QUEUE, VAR
 
 
@@ -34,6 +35,19 @@ class WorkerSettings(BaseSettings):
     broker_visibility_seconds: float = Field(
         600.0, description="Redis: an unacknowledged task of a worker that died is redelivered "
         "after this long (a redelivered run that was already claimed is dropped by the claim)")
+
+    public_url: str = "http://127.0.0.1:8000"
+    report_url: str | None = Field(
+        None, description="where this worker posts its heartbeat (the web app); defaults to "
+        "public_url, as on the web side")
+    worker_secret: str | None = Field(
+        None, description="sent with the heartbeat; must match the web app's (unset: the web "
+        "app accepts heartbeats from its own machine only)")
+    heartbeat_seconds: float = Field(10.0, description="how often the worker posts a heartbeat")
+
+    @property
+    def heartbeat_url(self) -> str:
+        return (self.report_url or self.public_url).rstrip("/") + HEARTBEAT_PATH
 
 
 @lru_cache

@@ -18,6 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+# The folders of an absolute path: "/" not after a letter, digit, ".", ":" or "/" (so URLs and
+# relative paths stay whole), then one or more names each ended by "/".
+ABSOLUTE_DIRS = re.compile(r"(?<![\w.:/~])/(?:[^\s/'\"():,<>]+/)+")
 
 
 def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
@@ -61,6 +64,14 @@ def tail(path: Path, max_chars: int = 4000) -> str:
         size = fh.tell()
         fh.seek(max(0, size - max_chars))
         return fh.read().decode("utf-8", "replace")
+
+
+def redact_paths(text: str) -> str:
+    """``text`` with the folders of every absolute path replaced by ``…/`` (file names and
+    line numbers stay: ``…/datasets.py", line 12``). Errors and traceback tails go to the web
+    app and every user of it; where this worker keeps its runs, datasets, models, caches and
+    Python is none of their business (issue 22)."""
+    return ABSOLUTE_DIRS.sub("…/", text)
 
 
 def error_line(stderr_tail: str) -> str | None:

@@ -26,7 +26,7 @@ from grpodeck.contract.tasks import TRAIN_RUN
 from worker.celery_app import celery_app
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
-from worker.supervise import error_line, kill_group, supervise, tail
+from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
             stdout=stdout, stderr=stderr, start_new_session=True, env=env,
         )
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds)
-    err_tail = tail(stderr_path)
+    err_tail = redact_paths(tail(stderr_path))
     try:
         replay(client, out / "metrics.jsonl")
         client.finished(rc, error_line(err_tail) if rc else None, err_tail if rc else None)

@@ -50,6 +50,15 @@ MAX_NOTE_STEPS = 8  # steps listed per metric and kind under a chart; the rest a
 MAX_MARKERS = 1_000  # a run that diverged for good draws an evenly thinned row of markers
 
 
+def plot_text(text: str) -> str:
+    """Text for a plotly title, legend entry or hover label, escaped.
+
+    Plotly renders a subset of HTML in those strings (``<a href>`` becomes a live link, ``<b>``,
+    ``<br>``...) and decodes entities, so a metric or run name taken as is could put a link or
+    markup inside a chart; escaped, it is shown literally, exactly as it was logged."""
+    return html.escape(text, quote=False)
+
+
 def nonfinite_kind(value: float) -> str:
     return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
@@ -57,12 +66,6 @@ def nonfinite_kind(value: float) -> str:
 RAW_HOVER = "%{y:.4~g} (raw)"
 BAND_HOVER = ("%{y:.4~g} (mean of %{customdata[2]} steps, band min-max "
               "%{customdata[0]:.4~g} to %{customdata[1]:.4~g})")
-
-
-def plotly_text(text: str) -> str:
-    """User text (metric and run names) as plotly shows it: plotly reads ``<b>``, ``<a href>``
-    and friends in names as markup, and shows entities as the characters they stand for."""
-    return html.escape(text, quote=False)
 
 
 def _finite(values: Sequence[float]) -> list[float | None]:
@@ -79,13 +82,13 @@ def _trace(name: str, series: Series, secondary: bool) -> list[dict[str, Any]]:
     # the name as shown, escaped; legendgroup keeps the metric's own name (static/charts.js
     # asks the API for it)
     line: dict[str, Any] = {"type": "scatter", "x": series.steps, "y": values,
-                            "name": plotly_text(name), "legendgroup": name, "mode": mode, "marker": {"size": 4}, "yaxis": axis,
-                            "hovertemplate": RAW_HOVER}
+                            "name": plot_text(name), "legendgroup": name, "mode": mode,
+                            "marker": {"size": 4}, "yaxis": axis, "hovertemplate": RAW_HOVER}
     if not series.summarised:
         return [line]
     edge = {"type": "scatter", "x": series.steps, "mode": "lines", "line": {"width": 0},
             "meta": "band", "legendgroup": name, "showlegend": False, "hoverinfo": "skip",
-            "yaxis": axis, "name": plotly_text(f"{name} min-max")}
+            "yaxis": axis, "name": plot_text(f"{name} min-max")}
     lows, highs = _finite(series.lows or []), _finite(series.highs or [])
     line["customdata"] = [[lo, hi, n] for lo, hi, n in
                           zip(lows, highs, series.counts or [], strict=True)]
@@ -108,7 +111,7 @@ def nonfinite_trace(points: list[tuple[str, int, str]]) -> dict[str, Any]:
             "text": [k for _, _, k in points], "textposition": "top center",
             "textfont": {"size": 9, "color": "#b91c1c"},
             "marker": {"symbol": "x", "size": 9, "color": "#dc2626"},
-            "hovertext": [plotly_text(f"{n}: {k} at step {s}") for n, s, k in points],
+            "hovertext": [plot_text(f"{n}: {k} at step {s}") for n, s, k in points],
             "hoverinfo": "text"}
 
 

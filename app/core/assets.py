@@ -18,16 +18,16 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
-from app.core.config import ROOT
+from app.core.resources import data_path
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 MOUNTS: dict[str, Path] = {
-    "app": ROOT / "static",
-    "htmx": ROOT / "node_modules" / "htmx.org" / "dist",
+    "app": data_path("static"),
+    "htmx": data_path("node_modules/htmx.org/dist"),
     # plotly.js with the cartesian trace types only (about a third of the full bundle): npm
     # package plotly.js-cartesian-dist-min (package.json), installed like htmx
-    "plotly": ROOT / "node_modules" / "plotly.js-cartesian-dist-min",
+    "plotly": data_path("node_modules/plotly.js-cartesian-dist-min"),
 }
 
 

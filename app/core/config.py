@@ -30,6 +30,10 @@ class Settings(BaseSettings):
         20, description="PostgreSQL connections kept open per web process; with max_overflow it "
         "should cover the request thread pool (40), or requests queue for a connection")
     database_max_overflow: int = 20
+    database_lock_timeout_seconds: float = Field(
+        10.0, gt=0, description="how long a request waits for a lock another transaction or "
+        "process holds (SQLite's busy timeout, PostgreSQL's lock_timeout) before it is answered "
+        "503 + Retry-After")
     queue: str = DEFAULT_QUEUE
     public_url: str = Field(
         "http://127.0.0.1:8000",
@@ -73,11 +77,17 @@ class Settings(BaseSettings):
         "only; serving on another address refuses to start)")
     session_days: float = Field(14.0, description="how long a browser login lasts")
     login_limit: str = Field(
-        "5/15 minutes", description="failed sign-ins allowed per account (and 4x that per client "
-        "address) before further tries are refused with 429 until the window moves on")
+        "3/minute;5/15 minutes;20/day", description="the ladder of failed sign-ins allowed per "
+        "account from one client address (4x that per address over all accounts), `limits` "
+        "notation separated by ';': past a rung, tries from that address are refused with 429 "
+        "until its window moves on; the same account from another address is not slowed")
     login_limit_storage: str = Field(
         "memory://", description="where failed sign-ins are counted (a `limits` storage URL): "
         "memory:// is per web process; redis://host:6379 shares the count between processes")
+    trusted_proxies: str = Field(
+        "", description="reverse proxies (addresses or networks, comma separated, e.g. "
+        "'10.0.0.2,172.18.0.0/16') whose X-Forwarded-For and X-Forwarded-Proto are believed; "
+        "empty: those headers are ignored from everyone, loopback included")
     trusted_origins: list[str] = Field(
         [], description="other origins (scheme://host:port) whose pages may post to this app, "
         "e.g. a reverse proxy's public address when it rewrites Host")
@@ -87,6 +97,19 @@ class Settings(BaseSettings):
     web_health_url: str | None = Field(
         None, description="where the scheduler checks that the web app answers (the lost-run "
         "check pauses while it does not); defaults to the workers' report URL")
+    heartbeat_seconds: float = Field(
+        10.0, description="how often the scheduler records its heartbeat (workers: the same "
+        "variable, on their side)")
+    heartbeat_stale_seconds: float = Field(
+        60.0, description="a scheduler, or every worker, silent this long shows a banner on every "
+        "page and fails /healthz?strict=1")
+    expect_processes: str = Field(
+        "", description="comma-separated kinds (scheduler, worker) this deployment runs: one never "
+        "heard from within heartbeat_stale_seconds of the web app's start is reported too. "
+        "Otherwise only a process that beat once and then fell silent is (`grpodeck up` sets both)")
+    worker_secret: str | None = Field(
+        None, description="shared secret workers send with their heartbeat (Bearer); unset, only "
+        "heartbeats from this machine (loopback) are accepted")
     alert_urls: str = Field(
         "", description="deployment-wide alert destinations: Apprise URLs (json://, mailto://, "
         "slack://, ...) or webhook+http(s):// for the plain JSON payload; space separated")

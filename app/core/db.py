@@ -12,7 +12,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +20,8 @@ from fastapi import Depends
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-from app.core.config import ROOT, get_settings
+from app.core.config import get_settings
+from app.core.resources import data_path
 
 
 class Base(DeclarativeBase):
@@ -117,10 +118,13 @@ def begin_write(db: Session) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+DEFAULT_LOCK_TIMEOUT_S = 10.0  # SQLite's busy timeout where no setting applies (migrations)
+
+
+def _sqlite_pragmas(dbapi_conn, _record, busy_ms: int = 10_000) -> None:  # type: ignore[no-untyped-def]
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
     # In WAL mode NORMAL syncs at checkpoints, not at every commit: still corruption-safe, and a
     # commit no longer waits for the disk (issue 7 load drill: ~15 ms per ingest batch).
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -139,23 +143,30 @@ def private_database_file(path: Path) -> None:
             file.chmod(0o600)
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, lock_timeout_s: float | None = None) -> Engine:
+    """``lock_timeout_s``: how long a statement waits for another transaction's lock before it
+    fails (answered 503 + Retry-After, ``app.core.busy``): SQLite's busy timeout, PostgreSQL's
+    ``lock_timeout``. None (migrations): SQLite waits 10 s, PostgreSQL as long as it takes."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
         if path and path != ":memory:" and not path.startswith("file:"):
             private_database_file(Path(path))
         engine = create_engine(url, connect_args={"check_same_thread": False,
                                                   "factory": _SerialWriterConnection})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        busy_ms = int(1000 * (lock_timeout_s or DEFAULT_LOCK_TIMEOUT_S))
+        event.listen(engine, "connect", partial(_sqlite_pragmas, busy_ms=busy_ms))
         return engine
     settings = get_settings()
+    connect_args = ({"options": f"-c lock_timeout={int(lock_timeout_s * 1000)}"}
+                    if lock_timeout_s else {})
     return create_engine(url, pool_pre_ping=True, pool_size=settings.database_pool_size,
-                         max_overflow=settings.database_max_overflow)
+                         max_overflow=settings.database_max_overflow, connect_args=connect_args)
 
 
 @lru_cache
 def get_engine() -> Engine:
-    return make_engine(get_settings().database_url)
+    settings = get_settings()
+    return make_engine(settings.database_url, settings.database_lock_timeout_seconds)
 
 
 @lru_cache
@@ -178,4 +189,7 @@ def migrate() -> None:
     from alembic import command
     from alembic.config import Config
 
-    command.upgrade(Config(str(ROOT / "alembic.ini")), "head")
+    config = Config(str(data_path("alembic.ini")))
+    # explicit, so a wheel's copy (app/_data) never depends on the ini's %(here)s
+    config.set_main_option("script_location", str(data_path("migrations")))
+    command.upgrade(config, "head")

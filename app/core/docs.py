@@ -8,10 +8,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.core.config import ROOT
+from app.core.resources import data_path
 from app.core.templating import templates
 
-SWAGGER_DIST = ROOT / "node_modules" / "swagger-ui-dist"
+SWAGGER_DIST = data_path("node_modules/swagger-ui-dist")
 
 
 def install_docs(app: FastAPI) -> None:

@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 
 TITLES = {400: "Bad request", 401: "Log in needed", 403: "Not allowed", 404: "Page not found",
           405: "Method not allowed", 409: "Conflict", 413: "Too large",
-          422: "Could not use this request", 500: "Something went wrong on our side"}
+          422: "Could not use this request", 500: "Something went wrong on our side",
+          503: "Busy, try again shortly"}
 
 
 def wants_html(request: Request) -> bool:

@@ -29,7 +29,7 @@ from app.core.errors import validation_error_handler
 
 # Endpoints with their own limit; every other request gets the default.
 INGEST = re.compile(r"^/api/runs/[^/]+/(metrics|claim|finished)$")  # app.runs.report_api
-UPLOAD = re.compile(r"^/runs/import$")  # app.runs.import_views
+UPLOAD = re.compile(r"^/(runs/import|api/imports)$")  # app.runs.import_views, import_api
 DATASETS = re.compile(r"^/(api/)?datasets$")  # app.datasets: its own size check gives the reason
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries and the other fields around an uploaded file
 

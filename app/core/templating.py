@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from datetime import datetime
 from typing import Any
@@ -12,9 +13,11 @@ from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
 from app.core.assets import asset
-from app.core.config import ROOT
+from app.core.resources import data_path
 from app.health.headline import key_number, plain
 from app.health.stability import label as verdict_label
+
+log = logging.getLogger(__name__)
 
 
 def duration(seconds: float | None) -> str:
@@ -60,7 +63,25 @@ def _identity(request: Request) -> dict[str, Any]:
     return {"identity": identity_of(request)}
 
 
-templates = Jinja2Templates(directory=str(ROOT / "templates"), context_processors=[_identity])
+def _process_alerts(request: Request) -> dict[str, Any]:
+    """The stale-process banner (``app.processes``) on every page a person is allowed to see:
+    a dead scheduler or worker is otherwise invisible until an alert never comes."""
+    identity = identity_of(request)
+    if not (identity.logged_in or identity.dev_mode):
+        return {"process_alerts": []}
+    from app.core.db import get_sessionmaker
+    from app.processes.service import banner_messages
+
+    try:
+        with get_sessionmaker()() as db:
+            return {"process_alerts": banner_messages(db)}
+    except Exception:  # an unreadable heartbeat table must not take every page down
+        log.exception("process liveness unavailable")
+        return {"process_alerts": []}
+
+
+templates = Jinja2Templates(directory=str(data_path("templates")),
+                            context_processors=[_identity, _process_alerts])
 
 
 def verdict_of(run: Any) -> tuple[str, str]:

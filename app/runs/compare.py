@@ -32,7 +32,7 @@ from app.charts.figures import (
     RAW_HOVER,
     nonfinite_kind,
     nonfinite_trace,
-    plotly_text,
+    plot_text,
 )
 from app.core.config import get_settings
 from app.core.db import SessionDep
@@ -108,7 +108,7 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         s = series[run.id].get(metric)
         if s is None:
             continue
-        label = plotly_text(f"#{run.id} {run.name}")
+        label = plot_text(f"#{run.id} {run.name}")
         color = COLORS[i % len(COLORS)]
         data += band(run.id, label, color, s)
         data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
@@ -119,7 +119,8 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
                      "customdata": _band_data(s)})
         bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v))  # escaped by the trace
                 for step, v in zip(s.steps, s.values, strict=True) if not math.isfinite(v)]
-    layout = {**PLAIN_LAYOUT, "title": {"text": plotly_text(metric), "font": {"size": 14}, "x": 0.02,
+    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(metric), "font": {"size": 14},
+                                        "x": 0.02,
                                         "xanchor": "left"},
               "margin": {**PLAIN_LAYOUT["margin"], "t": 36},  # room for the title
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,

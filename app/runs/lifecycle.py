@@ -51,7 +51,9 @@ def transition(run: Run, to: Status, **fields: object) -> None:
         run.started_at = _now()
     if to in TERMINAL:
         run.finished_at = _now()
-        run.token_hash = run.claim_hash = None  # an ended run accepts no more reports or claims
+        # An ended run accepts no more reports; claims stay refused by its status (the ticket's
+        # hash is kept so that only its holder learns the run ended, see service.claim).
+        run.token_hash = None
     for key, value in fields.items():
         setattr(run, key, value)
 

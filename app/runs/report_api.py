@@ -21,6 +21,7 @@ from app.metrics import pipeline
 from app.runs import lifecycle
 from app.runs.models import Run
 from app.runs.service import (
+    CLAIM_REFUSED,
     ClaimRefused,
     claim,
     get_run,
@@ -95,9 +96,12 @@ def _require_running(run: Run) -> None:
 @router.post("/{run_id}/claim", response_model=ClaimOut)
 def claim_run(run_id: int, body: StartedIn, db: SessionDep,
               authorization: Annotated[str | None, Header()] = None) -> ClaimOut:
-    """Bearer: the claim ticket from the task message. 409 once claimed, cancelled or ended."""
-    run = _found(get_run_for_update(db, run_id), run_id)
+    """Bearer: the claim ticket from the task message. 409 once claimed, cancelled or ended (told
+    only to the ticket's holder); a wrong ticket and a missing run get one and the same 401."""
+    run = get_run_for_update(db, run_id)
     try:
+        if run is None:  # the same answer as a wrong ticket: this route is anonymous
+            raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
         token = claim(db, run, _bearer(authorization), body.pid, body.host)
     except ClaimRefused as exc:
         code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT

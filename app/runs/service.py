@@ -64,6 +64,11 @@ def create_external_run(db: Session, *, name: str, spec: dict[str, Any],
     return run, token
 
 
+# The one answer to a claim whose ticket does not check out, whether or not the run exists: the
+# claim route is anonymous, so it must not tell a stranger which run ids are real.
+CLAIM_REFUSED = "no queued run takes this claim ticket"
+
+
 class ClaimRefused(Exception):
     """The ticket is wrong (``unauthorised``) or already spent / the run is no longer queued."""
 
@@ -79,14 +84,16 @@ def claim(db: Session, run: Run, ticket: str, pid: int | None, host: str | None)
     on it, and the database lets exactly one of them clear the ticket. The token never exists in
     the broker, only in this reply and as a hash here; it is revoked when the run ends."""
     ticket_hash = hash_token(ticket)
-    if run.status != Status.QUEUED or run.claim_hash is None:
+    if run.claim_hash is None or not hmac.compare_digest(run.claim_hash, ticket_hash):
+        raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
+    if run.status != Status.QUEUED or run.token_hash is not None:
         raise ClaimRefused(f"run {run.id} is {run.status} and already claimed or ended")
-    if not hmac.compare_digest(run.claim_hash, ticket_hash):
-        raise ClaimRefused("wrong claim ticket", unauthorised=True)
     token = secrets.token_urlsafe(32)
+    # The ticket's hash stays (only its holder may learn that the run was claimed or ended);
+    # the guard that makes it single-use is the status and the unset token.
     won = db.execute(update(Run).where(Run.id == run.id, Run.claim_hash == ticket_hash,
-                                       Run.status == Status.QUEUED)
-                     .values(claim_hash=None, token_hash=hash_token(token))
+                                       Run.status == Status.QUEUED, Run.token_hash.is_(None))
+                     .values(token_hash=hash_token(token))
                      .execution_options(synchronize_session=False)).rowcount
     if won != 1:
         raise ClaimRefused(f"run {run.id} was claimed by another worker")

@@ -27,11 +27,13 @@ from grpodeck.contract.catalog import (
     DEFAULT_DATASET,
     DEFAULT_MODEL,
     REWARDS,
+    OutsideDirectory,
     coerce_params,
     is_hub_id,
     is_local_dataset,
     is_local_model,
     local_reference,
+    outside_message,
 )
 from grpodeck.contract.fields import Text, storable
 from grpodeck.contract.limits import MAX_BATCH, MAX_PATH, MAX_SEED, MAX_STEPS, MAX_TOKENS
@@ -97,11 +99,30 @@ def model_reference(v: str) -> str:
     return found
 
 
+# Dataset references by an allow-list of characters, not by spotting bad ones: a hub id is
+# ``org/name``; a local file is a name in the datasets directory (sub-folders allowed), ending
+# .json/.jsonl. Every name starts with a letter or digit, so no ``..``, ``~``, ``/``, ``%2f``,
+# ``file:`` or other scheme gets through to a worker (issue 22).
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+HUB_DATASET = re.compile(rf"^{_NAME}/{_NAME}$")
+DATASET_FILE = re.compile(rf"^(?:{_NAME}/)*{_NAME}\.jsonl?$")
+UNKNOWN_DATASET = ("unknown dataset: use a built-in (builtin:...), a hub id like org/name, or an "
+                   "uploaded .jsonl file (letters, digits, '.', '_' and '-')")
+
+
 def dataset_reference(v: str) -> str:
     v = v.strip()
     found = _reference(v, "dataset", BUILTIN_DATASETS, is_local_dataset)
     if found is None:
-        raise ValueError("unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+        raise ValueError(UNKNOWN_DATASET)
+    if found.startswith("builtin:"):
+        return found
+    if is_local_dataset(found):
+        if not DATASET_FILE.match(found):
+            raise OutsideDirectory(outside_message("dataset"))
+        return found
+    if not HUB_DATASET.match(found):
+        raise ValueError(UNKNOWN_DATASET)
     return found
 
 

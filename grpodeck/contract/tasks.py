@@ -6,6 +6,7 @@ same name. The message carries a single-use claim ticket, never the run's token.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -20,7 +21,21 @@ WORKER_CAPABILITIES = "grpodeck_capabilities"
 # SQLAlchemy transport on a SQLite file as the broker (GRPODECK_BROKER_URL=redis://... in
 # production).
 ROOT = Path(__file__).resolve().parents[2]
-VAR = ROOT / "var"
+
+
+def data_home(root: Path = ROOT) -> Path:
+    """Where the embedded database, broker, runs, models and datasets live: ``GRPODECK_HOME``
+    when set; ``var/`` in a checkout; else the user's data folder (``$XDG_DATA_HOME/grpodeck``,
+    ``~/.local/share/grpodeck``), since an installed package's folder is no place for data."""
+    if home := os.environ.get("GRPODECK_HOME"):
+        return Path(home).expanduser().resolve()
+    if (root / "pyproject.toml").is_file() and (root / "app").is_dir():
+        return root / "var"
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "grpodeck"
+
+
+VAR = data_home()
 DEFAULT_BROKER_URL = f"sqla+sqlite:///{VAR / 'broker.db'}"
 
 

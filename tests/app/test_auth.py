@@ -247,16 +247,16 @@ def test_which_hosts_count_as_this_machine(host: str, local: bool) -> None:
 
 
 @pytest.mark.one_backend
-def test_password_guessing_is_refused_after_five_failures_even_with_the_right_password(
+def test_password_guessing_is_refused_after_three_failures_even_with_the_right_password(
         client: TestClient) -> None:
     make_user("ada@example.com")
     make_user("bob@example.com")
-    for _ in range(5):
+    for _ in range(3):  # the first rung of the ladder: 3 a minute
         assert login(client, "ada@example.com", "guess").status_code == 401
     refused = login(client, "ADA@example.com ")  # the right password, the same account
     assert refused.status_code == 429
-    assert 1 <= int(refused.headers["retry-after"]) <= 15 * 60
-    assert "too many failed sign-ins; try again in 15 min" in refused.text
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert "too many failed sign-ins; try again in 1 min" in refused.text
     assert "grpodeck_session" not in refused.headers.get("set-cookie", "")
     assert login(client, "bob@example.com").status_code == 303  # other accounts are untouched
 
@@ -264,7 +264,7 @@ def test_password_guessing_is_refused_after_five_failures_even_with_the_right_pa
 @pytest.mark.one_backend
 def test_one_address_trying_many_accounts_is_refused_too(client: TestClient) -> None:
     make_user("ada@example.com")
-    for i in range(20):  # 4 accounts' worth of failures, spread so no account reaches its own
+    for i in range(12):  # 4 accounts' worth of failures, spread so no account reaches its own
         assert login(client, f"user{i}@example.com", "guess").status_code == 401
     assert login(client, "ada@example.com").status_code == 429
 
@@ -289,7 +289,7 @@ def test_failed_sign_ins_are_shared_through_redis_between_processes(
     config_module.get_settings.cache_clear()
     redis.Redis.from_url("redis://127.0.0.1:6379/3").flushdb()
     make_user("ada@example.com")
-    for _ in range(5):
+    for _ in range(3):
         assert login(client, "ada@example.com", "guess").status_code == 401
     throttle._limits.cache_clear()  # what a second process starts with: no memory of its own
     assert login(client, "ada@example.com").status_code == 429

@@ -103,3 +103,18 @@ def test_a_slow_run_gets_three_report_intervals(client: TestClient) -> None:
     now = datetime.now(UTC)
     assert check_live_runs(now + timedelta(seconds=5 * floor)) == 0
     assert check_live_runs(now + timedelta(seconds=6 * floor + 5)) == 1
+
+
+def test_claim_answers_alike_for_a_missing_run_and_a_wrong_ticket(client: TestClient) -> None:
+    """The anonymous claim route must not tell a stranger which run ids exist: a wrong ticket
+    for a queued, a running and an ended run, and a run that does not exist, all get one answer."""
+    queued_id, _ = queued_run()
+    running_id, headers = running_run(client)
+    client.post(f"/api/runs/{running_id}/finished", json={"returncode": 0}, headers=headers)
+    live_id, _ = running_run(client)
+    answers = {(r.status_code, r.text) for r in (
+        _claim(client, queued_id, "wrong"), _claim(client, running_id, "wrong"),
+        _claim(client, live_id, "wrong"), _claim(client, 987_654, "wrong"),
+        _claim(client, 987_654, ""))}
+    assert len(answers) == 1, answers
+    assert next(iter(answers))[0] == 401

@@ -91,12 +91,14 @@ def test_names_inside_the_directories_hub_ids_and_builtins_are_accepted(
     for model, dataset in [("builtin:tiny-random", "builtin:arithmetic"),
                            ("Qwen/Qwen2.5-0.5B-Instruct", "openai/gsm8k"),
                            ("my-model", "not-uploaded-yet.jsonl"),  # existence: the worker says
-                           ("sub/m", "sub/p.json"), ("a/../m", "a/../p.json")]:
+                           ("sub/m", "sub/p.json"), ("a/../m", "a/p.json")]:
         response = client.post("/api/runs", json={**SPEC, "model": model, "dataset": dataset})
         assert response.status_code == 201, (model, dataset, response.text)
     # An absolute path is refused even inside the directory: the web app cannot know where the
     # worker's directory is, so a spec names things relative to it.
     assert "datasets directory" in _launch_error(client, "dataset", str(dirs / "datasets" / "p.json"))
+    # Dataset names are an allow-list of characters (issue 22): no "..", even one that stays in.
+    assert "datasets directory" in _launch_error(client, "dataset", "a/../p.json")
 
 
 def _upload(client: TestClient, filename: str, content: str | bytes, **data: str):  # type: ignore[no-untyped-def]

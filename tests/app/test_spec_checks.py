@@ -73,7 +73,8 @@ def test_dataset_references(data_dirs: Path) -> None:
     for outside in ("/etc/passwd", str(data_dirs / "d.jsonl"), "../d.jsonl"):
         assert OUTSIDE.format(kind="dataset") in message(dataset_reference, outside), outside
     assert message(dataset_reference, "nothing") == (
-        "unknown dataset: use a built-in, a hub id, or an uploaded .jsonl file")
+        "unknown dataset: use a built-in (builtin:...), a hub id like org/name, or an uploaded "
+        ".jsonl file (letters, digits, '.', '_' and '-')")
 
 
 def test_batch_rules() -> None:

@@ -89,3 +89,21 @@ def test_two_writers_recording_acknowledgements_at_once_never_corrupt_the_count(
     for thread in threads:
         thread.join()
     assert errors == [] and seen <= {0, *counts}, (errors, seen - {0, *counts})
+
+
+def test_retry_after_reads_seconds_and_dates_and_bounds_them() -> None:
+    from datetime import UTC, datetime
+
+    import httpx
+
+    from grpodeck.client.retry import MAX_WAIT_SECONDS, retry_after
+
+    def reply(value: str | None) -> httpx.Response:
+        return httpx.Response(503, headers={"Retry-After": value} if value else {})
+
+    now = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+    assert retry_after(reply("5")) == 5
+    assert retry_after(reply("Tue, 01 Dec 2026 12:00:07 GMT"), now) == 7
+    assert retry_after(reply("86400")) == MAX_WAIT_SECONDS
+    assert retry_after(reply("-3")) == 0
+    assert retry_after(reply("soon")) is None and retry_after(reply(None)) is None

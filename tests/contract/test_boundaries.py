@@ -49,6 +49,11 @@ def test_web_and_worker_meet_only_at_the_contract(package: str) -> None:
     assert crossings(package) == []
 
 
+def test_the_client_distribution_imports_neither_app_nor_worker() -> None:
+    """grpodeck.client lives in clients/python (its own distribution) under the same rule."""
+    assert crossings("grpodeck", ROOT / "clients" / "python") == []
+
+
 def test_a_crossing_import_is_found(tmp_path: Path) -> None:
     """The walk sees imports nested in functions and ``from`` forms (not just the top)."""
     (tmp_path / "app").mkdir()

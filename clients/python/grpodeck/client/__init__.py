@@ -1,6 +1,7 @@
 """Report a TRL run you train yourself to GRPO Deck: ``callbacks=[DeckCallback(url=..., name=...)]``.
 
-Needs only ``httpx``, ``pydantic`` and ``transformers`` (``pip install 'grpodeck[client]'``).
+Needs only ``httpx``, ``pydantic`` and ``transformers`` (``pip install 'grpodeck-client[trl]'``,
+clients/python).
 ``DeckCallback`` is loaded on first use, so ``grpodeck.client.spool`` (which the worker's Celery
 process imports) does not drag ``transformers`` in with it.
 """

@@ -21,7 +21,8 @@ The server's answers:
   with a warning and later rows go on; rows the contract's models already refuse are dropped
   before the round trip, one by one.
 - 429, 5xx, no answer: back off (doubling from ``flush_seconds``, at most ``MAX_BACKOFF``) and
-  retry the same rows.
+  retry the same rows; when the answer carries ``Retry-After`` (503 while another transaction
+  holds the database's lock, 429), the next try comes after what the server asked instead.
 
 Between posts the thread sleeps on its queue (it wakes for a new item or the next post, never
 polls). ``close(deadline)`` delivers what is left for at most ``deadline`` seconds; whatever
@@ -43,6 +44,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from grpodeck.client import spool
+from grpodeck.client.retry import retry_after
 from grpodeck.contract.wire import FinishedIn, IngestReply, MetricRow, RolloutStep
 
 log = logging.getLogger("grpodeck.client")
@@ -116,6 +118,7 @@ class Sender(threading.Thread):
         self._closing = threading.Event()
         self._stopped = threading.Event()
         self._spool_lock = threading.Lock()
+        self._server_wait: float | None = None  # the last failure's Retry-After, if it had one
         self._http = httpx.Client(base_url=target.base_url.rstrip("/"), timeout=timeout,
                                   headers={"Authorization": f"Bearer {target.token}"})
         self.spool_path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +223,9 @@ class Sender(threading.Thread):
             self.state.rollout_steps) >= ROLLOUTS_PER_POST
 
     def _backoff(self) -> float:
+        """The server's Retry-After when it gave one, else doubling from flush_seconds."""
+        if self._server_wait is not None:
+            return min(MAX_BACKOFF, max(MIN_FLUSH_SECONDS, self._server_wait))
         return min(MAX_BACKOFF, self.flush_seconds * 2 ** min(self.state.failures, 5))
 
     def _spool(self, rows: list[dict[str, Any]]) -> None:
@@ -342,7 +348,7 @@ class Sender(threading.Thread):
             self.state.run_over = self.state.stop = True
             return OVER
         if status == 429 or not (200 <= status < 300 or 400 <= status < 500):
-            return self._failed(f"HTTP {status}: {response.text[:200]}")
+            return self._failed(f"HTTP {status}: {response.text[:200]}", retry_after(response))
         self._back()
         if status >= 400:  # refused for good: resending would fail forever
             log.warning("grpodeck: the server refused %d rows (HTTP %d: %s); dropping them",
@@ -367,7 +373,8 @@ class Sender(threading.Thread):
                         reply.reason or "no reason given")
             self.state.stop, self.state.stop_reason = True, reply.reason
 
-    def _failed(self, why: str) -> str:
+    def _failed(self, why: str, server_wait: float | None = None) -> str:
+        self._server_wait = server_wait
         if not self.state.failures:
             log.warning("grpodeck: cannot report to %s (%s); rows are kept in %s and sent when "
                         "it answers", self.target.base_url, why, self.spool_path)
@@ -380,13 +387,15 @@ class Sender(threading.Thread):
         """Report how training ended; the run's final status, or None when it never arrived."""
         body = FinishedIn(returncode=returncode, error=error).model_dump(mode="json")
         for attempt in range(attempts):
+            wait = min(8.0, 0.5 * 2 ** attempt)
             try:
                 response = self._http.post(f"/api/runs/{self.target.run_id}/finished", json=body)
-                if response.status_code < 500:
+                if response.status_code < 500 and response.status_code != 429:
                     return str(response.json().get("status")) if response.is_success else None
+                wait = retry_after(response) or wait  # 503 while the database is locked
             except (httpx.HTTPError, ValueError):
                 pass
-            time.sleep(min(8.0, 0.5 * 2 ** attempt))
+            time.sleep(wait)
         return None
 
     def shutdown(self) -> None:

@@ -1,0 +1,1 @@
+"""The background processes' liveness: heartbeats, the stale-process banner and ``/healthz``."""
