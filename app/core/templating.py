@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from app.auth.identity import identity_of
 from app.core.assets import asset
 from app.core.resources import data_path
+from app.health.headline import key_number, plain
 from app.health.stability import label as verdict_label
 
 log = logging.getLogger(__name__)
@@ -113,4 +114,5 @@ def verdict_of(run: Any) -> tuple[str, str]:
 
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
 templates.env.filters.update(duration=duration, when=when, num=num, iso=iso, json_attr=to_json_attr,
-                             verdict=verdict_of)
+                             verdict=verdict_of, key_number=lambda f: key_number(f.category, f.evidence),
+                             plain=plain)

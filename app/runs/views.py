@@ -166,11 +166,13 @@ def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
     """Charts read the run's summaries (``app/metrics/rollups.py``): rows in proportion to the
     points drawn, whatever the run's length."""
-    data = chart_data(db, run, get_settings().chart_max_points)
+    budget = get_settings().chart_max_points
+    data = chart_data(db, run, budget)
     objectives = monitor_only(run.spec)
     marks = marks_by_panel([f.to_dict() for f in findings if f.active], objectives)
     return {**_run_context(run, db), "charts": run_figures(data.series, marks, objectives),
-            "after": data.last_step, "version": structure_version(run, findings)}
+            "after": data.last_step, "version": structure_version(run, findings),
+            "max_points": budget}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
