@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,25 +39,34 @@ def worker_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, object]]
         base = Path.home()
     victim = base / f".sandbox-victim-{os.getpid()}.txt"
     victim.write_text("original")
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recorded_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        """Names the directories this process made (TemporaryDirectory calls mkdtemp too): an
+        other xdist worker's sandbox runs in the same temporary folder, so a glob of that
+        folder would see its directories as well."""
+        name = real_mkdtemp(*args, **kwargs)
+        made.append(name)
+        return name
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded_mkdtemp)
     before = {"pid": os.getpid(), "cwd": os.getcwd(), "env": environment(),
-              "victim": victim, "work": work_dirs()}
+              "victim": victim, "made": made}
     try:
         yield before
         assert os.getpid() == before["pid"]
         assert os.getcwd() == before["cwd"]
         assert environment() == before["env"]
         assert victim.read_text() == "original"
-        assert work_dirs() <= before["work"], "a sandbox working directory was left behind"
+        left = [name for name in made if Path(name).exists()]
+        assert not left, f"a sandbox working directory was left behind: {left}"
     finally:
         victim.unlink()
 
 
 def environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-
-
-def work_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("grpodeck-sbx-*")}
 
 
 def score(code: str, tests: object = "assert f() == 1") -> tuple[float | None, str | None, float]:

@@ -68,10 +68,11 @@ def test_local_jsonl_text_prompts_become_chat(datasets_dir: Path) -> None:
     path = datasets_dir / "data.jsonl"
     path.write_text("".join(json.dumps({"prompt": f"Say {i}", "answer": str(i)}) + "\n"
                             for i in range(10)))
-    specs = [RunSpec(dataset=ref) for ref in ("data.jsonl", "./data.jsonl", "x/../data.jsonl")]
-    # An absolute path inside this worker's directory (a spec can only name it relatively, but
-    # the worker's own check is by the path it resolves to).
-    specs.append(RunSpec.model_construct(**{**RunSpec().model_dump(), "dataset": str(path)}))
+    specs = [RunSpec(dataset="data.jsonl")]
+    # The spec's name allow-list refuses these at the API; the worker's own check is by the path
+    # each resolves to, and all of them resolve inside this worker's directory.
+    specs += [RunSpec.model_construct(**{**RunSpec().model_dump(), "dataset": ref})
+              for ref in ("./data.jsonl", "x/../data.jsonl", str(path))]
     for spec in specs:
         train, evals = load_prompts(spec)
         assert evals is None and len(train) == 10
