@@ -63,6 +63,10 @@ def _external_tags(body: ExternalRunIn) -> list[str]:
     """The body's tags plus ``group:NAME``, by the runs list's tag rules (else a 422)."""
     names = [*body.tags, *([f"group:{body.group}"] if body.group else [])]
     try:
+        for name in names:  # each tag is one word: "a b" is refused, not split into two
+            if not listing.TAG_RE.match(name.strip().lower()):
+                raise listing.ListError(f"tag {name[:50]!r}: use 1-40 letters, digits, '.', "
+                                        "'_', ':' or '-'")
         return listing.parse_tags(",".join(names))
     except listing.ListError as exc:
         raise RequestValidationError([{"type": "value_error", "msg": str(exc),
