@@ -87,10 +87,10 @@ def test_every_row_arrives_once_when_the_web_app_is_down_mid_run(
             run.log({"loss": values[step]}, step=step)
         deck.wait_until(lambda: deck.run(run.id)["step"] >= 10, "the first rows arrive")
         deck.kill("web")
-        for step in range(11, 21):  # logged while nothing answers: spooled, never lost
-            run.log({"loss": values[step]}, step=step)
         deck.wait_until(lambda: run.sender is not None and run.sender.state.failures > 0,
                         "the sender sees the outage", timeout=60)
+        for step in range(11, 21):  # logged while nothing answers: spooled, never lost
+            run.log({"loss": values[step]}, step=step)
         deck.start_web()
         for step in range(21, 31):
             run.log({"loss": values[step]}, step=step)
