@@ -19,6 +19,7 @@ from app.datasets import views as dataset_views
 from app.dryruns import api as dry_runs_api
 from app.dryruns import views as dry_run_views
 from app.health import api as health_api
+from app.logs import views as log_views
 from app.processes import api as processes_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
@@ -80,6 +81,7 @@ def create_app() -> FastAPI:
     app.include_router(list_views.router)
     app.include_router(compare.router)  # before views: /runs/compare is not a run id
     app.include_router(smoke.router)
+    app.include_router(log_views.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
     install_security(app, token_routers=[report_api.router, dry_runs_api.report_router,

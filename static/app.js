@@ -44,6 +44,7 @@
       if (el._drawn === el.dataset.figure) return;  // already shows this figure
       el._drawn = el.dataset.figure;
       var fig = JSON.parse(el.dataset.figure);
+      if (window.CompareView && el.closest("#compare-charts")) return CompareView.draw(el, fig);  // static/compare.js
       Plotly.react(el, fig.data, fig.layout, { responsive: true, displaylogo: false });
     });
   }

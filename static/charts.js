@@ -43,24 +43,68 @@
   // server (plotly renders markup in names), so a metric called "a<b" is not its name.
   function metricOf(t) { return t.legendgroup || t.name; }
 
+  // A summary's min-max band ("band" traces, static/chartkit.js), in its line's colour.
+  function isBand(t) { return t.meta === "band"; }
+
+  function tint(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+
   function panelCharts() {
     var panel = document.getElementById("charts-panel");
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
   }
 
-  // --- smoothing: TensorBoard's debiased EMA, so the first points are not pulled to 0 ---
-  function emaStep(state, v, w) {
-    if (typeof v !== "number" || !isFinite(v)) return null;
-    state.last = state.last * w + (1 - w) * v;
-    state.num += 1;
-    state.lo = Math.min(state.lo, v);
-    state.hi = Math.max(state.hi, v);
-    // An average of the values seen lies between them: clamping removes the rounding noise
-    // that would otherwise draw a constant metric (loss 0.1) as a zigzag on a 1e-16 scale.
-    return Math.min(state.hi, Math.max(state.lo, state.last / (1 - Math.pow(w, state.num))));
+  // --- work on many charts: the ones in view now, the others when idle or scrolled to ---
+  // Eleven charts redrawn at once take most of a second; the reader sees two to four.
+  var later = new Map();  // chart -> {kind: its latest pending update of that kind}
+  var seen = typeof IntersectionObserver === "undefined" ? null :
+    new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) { if (e.isIntersecting) flush(e.target); });
+    });
+
+  function inView(el) {
+    var r = el.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
   }
 
-  function emaState() { return { last: 0, num: 0, lo: Infinity, hi: -Infinity }; }
+  function flush(el) {
+    var jobs = later.get(el);
+    if (!jobs) return;
+    later.delete(el);
+    if (seen) seen.unobserve(el);
+    Object.keys(jobs).forEach(function (kind) { jobs[kind](); });
+  }
+
+  function idle(fn) {
+    if (window.requestIdleCallback) window.requestIdleCallback(fn, { timeout: 500 });
+    else setTimeout(fn, 30);
+  }
+
+  function drainLater() {
+    var next = later.keys().next();
+    if (next.done) return;
+    flush(next.value);
+    if (later.size) idle(drainLater);
+  }
+
+  // ``job`` for each chart: at once for those in view, one chart per idle moment for the rest
+  // (a chart's latest job of a ``kind`` replaces one of that kind still waiting).
+  function eachChart(kind, charts, job) {
+    var waiting = later.size;
+    charts.forEach(function (el) {
+      var run = function () { job(el); };
+      if (inView(el)) { flush(el); run(); return; }
+      if (!later.has(el)) later.set(el, {});
+      later.get(el)[kind] = run;
+      if (seen) seen.observe(el);
+    });
+    if (!waiting && later.size) idle(drainLater);
+  }
+
+  // --- smoothing: static/chartkit.js (debiased EMA) ---
+  var emaStep = ChartKit.emaStep, emaState = ChartKit.emaState;
 
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
@@ -74,14 +118,16 @@
     var w = prefs.smoothing, data = [], raws = [], key = el.id.replace(/^chart-/, "");
     fig.data.filter(function (t) { return t.meta !== "smoothed"; }).forEach(function (t) {
       var tr = Object.assign({}, t);
-      if (isRaw(t)) {
+      if (isBand(t)) {  // drawn before its line: the colour the line is about to get
+        tr.fillcolor = tint(COLORS[raws.length % COLORS.length], 0.18);
+      } else if (isRaw(t)) {
         var color = COLORS[raws.length % COLORS.length];
         var n = t.x.length;
         Object.assign(tr, { line: Object.assign({}, t.line, { color: color }),
                             marker: Object.assign({}, t.marker, { color: color }),
                             mode: n > MARKERS_UP_TO ? "lines" : "lines+markers",
                             legendgroup: metricOf(t), opacity: w > 0 ? 0.3 : 1, showlegend: !(w > 0),
-                            hovertemplate: w > 0 ? "%{y:.4~g} (raw)" : "%{y:.4~g}" });
+                            hovertemplate: t.hovertemplate || ChartKit.RAW_HOVER });
         raws.push({ index: data.length, color: color });
       }
       data.push(tr);
@@ -137,6 +183,56 @@
     return a === b || (!!a && !!b && a[0] === b[0] && a[1] === b[1]);
   }
 
+  // --- zoom: the visible steps fetched again, at the finest resolution that fits ---
+  var zoomSeq = 0;
+
+  // Only a chart that draws summaries (a band) or a part of the run has finer or other points
+  // to fetch: one that draws every raw point already keeps them.
+  function coarseOrPartial(el) { return el.data && (el._partial || el.data.some(isBand)); }
+
+  function refetch(charts, range) {
+    var panel = document.getElementById("charts-panel");
+    var drawn = charts.filter(coarseOrPartial);
+    var names = traceNames(drawn);
+    if (!panel || !names.length) return;
+    var seq = ++zoomSeq;
+    ChartKit.fetchRange(panel.dataset.run, names, range, Number(panel.dataset.maxPoints) || 2000)
+      .then(function (reply) {
+        if (seq !== zoomSeq) return;  // a newer zoom is on its way
+        eachChart("data", drawn, function (el) {
+          if (!el.data) return;
+          el._partial = !!range;  // the fetched steps only
+          redrawSeries(el, reply.series);
+        });
+      })
+      .catch(function () { /* the drawn points stay; the next zoom fetches again */ });
+  }
+
+  function redrawSeries(el, series) {
+    var data = [];
+    el.data.forEach(function (t) {
+      if (t.meta === "smoothed" || isBand(t)) return;  // rebuilt from the new lines
+      var s = isRaw(t) && series[metricOf(t)];
+      if (s) ChartKit.seriesTraces(t, s).forEach(function (u) { data.push(u); });
+      else data.push(t);
+    });
+    render(el, { data: data, layout: el._base });
+  }
+
+  // The charts of a burst of relayouts (a drag, a merge of several charts), fetched once.
+  var zoomQueue = new Set(), zoomRange = null;
+  var fetchQueued = ChartKit.debounce(function () {
+    var charts = Array.from(zoomQueue);
+    zoomQueue.clear();
+    refetch(charts, zoomRange);
+  });
+
+  function refetchSoon(charts, range) {
+    charts.forEach(function (el) { zoomQueue.add(el); });
+    zoomRange = range;
+    fetchQueued();
+  }
+
   function wire(el) {
     if (el._wired) return;
     el._wired = true;
@@ -144,11 +240,13 @@
       var range = xRangeOf(ev);
       if (range === undefined) return;
       el._xrange = range;
-      if (!prefs.linkX || sameRange(range, shared.range)) return;  // an echo of our own sync
+      if (!prefs.linkX) { refetchSoon([el], range); return; }
+      if (sameRange(range, shared.range)) return;  // an echo of our own sync
+      refetchSoon(panelCharts(), range);
       shared.range = range;
-      panelCharts().forEach(function (other) {
-        if (other === el || !other.layout) return;
-        other._xrange = range;
+      var others = panelCharts().filter(function (other) { return other !== el && other.layout; });
+      others.forEach(function (other) { other._xrange = range; });
+      eachChart("zoom", others, function (other) {
         Plotly.relayout(other, range ? { "xaxis.range": range.slice() } : { "xaxis.autorange": true });
       });
     });
@@ -277,7 +375,11 @@
       if (note) note.textContent = freshNote.textContent;
       else mine.appendChild(document.importNode(freshNote, true));
     }
-    render(mine.querySelector(".chart"), JSON.parse(box.querySelector(".chart").dataset.figure));
+    var el = mine.querySelector(".chart");
+    render(el, JSON.parse(box.querySelector(".chart").dataset.figure));
+    el._partial = false;  // the server's figure covers the whole run: zoomed, fetch the range again
+    var range = prefs.linkX ? shared.range : el._xrange;
+    if (range) refetchSoon([el], range);
   }
 
   function schedule(panel) {
@@ -305,7 +407,7 @@
       savePrefs();
       if (pending) return;
       pending = true;
-      requestAnimationFrame(function () { pending = false; panelCharts().forEach(redraw); });
+      requestAnimationFrame(function () { pending = false; eachChart("smoothing", panelCharts(), redraw); });
     });
     link.addEventListener("change", function () {
       prefs.linkX = link.checked;

@@ -27,6 +27,7 @@ from grpodeck.contract.wire import (
     ClaimOut,
     ControlOut,
     FinishedIn,
+    LogBatch,
     MetricBatch,
     MetricRow,
     StartedIn,
@@ -98,6 +99,10 @@ class RunClient:
     def report(self, rows: list[dict[str, Any]]) -> None:
         self._call("POST", "metrics",
                    MetricBatch(rows=[MetricRow.model_validate(r) for r in rows]))
+
+    def logs(self, batch: LogBatch) -> None:
+        """One attempt (the shipper sends again on its next call)."""
+        self._once("POST", "logs", batch)
 
     def finished(self, returncode: int, error: str | None, traceback_tail: str | None) -> None:
         self._call("POST", "finished", FinishedIn(returncode=returncode, error=error,

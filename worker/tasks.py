@@ -24,6 +24,7 @@ from celery import Task
 from grpodeck.client import spool
 from grpodeck.contract.tasks import TRAIN_RUN
 from worker.celery_app import celery_app
+from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
 from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
@@ -80,7 +81,10 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
                            settings.report_deadline_seconds),
             stdout=stdout, stderr=stderr, start_new_session=True, env=env,
         )
-        rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds)
+        shipper = LogShipper(client, out)
+        rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
+                   shipper)
+    shipper.drain()
     err_tail = redact_paths(tail(stderr_path))
     try:
         replay(client, out / "metrics.jsonl")
@@ -117,15 +121,23 @@ def _stop_requested(client: RunClient) -> bool:
         return False
 
 
-def _wait(proc: subprocess.Popen[bytes], client: RunClient, poll: float, grace: float) -> int:
-    """Supervise the child; a SIGTERM to this pool process (revoke) takes the group down too."""
+def _poll(client: RunClient, shipper: LogShipper) -> bool:
+    """Each supervision tick: send the child's new output, then ask whether to stop."""
+    shipper.ship()
+    return _stop_requested(client)
+
+
+def _wait(proc: subprocess.Popen[bytes], client: RunClient, poll: float, grace: float,
+          shipper: LogShipper) -> int:
+    """Supervise the child, shipping its output at each poll; a SIGTERM to this pool process
+    (revoke) takes the group down too."""
 
     def on_term(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        return supervise(proc, lambda: _stop_requested(client), poll, grace)
+        return supervise(proc, lambda: _poll(client, shipper), poll, grace)
     finally:
         signal.signal(signal.SIGTERM, previous)
         kill_group(proc, grace)

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from app.alerts import egress, service
+from app.alerts import egress, outbox, service
 from app.alerts.api import alert_or_404, alerts_json, run_of, who
 from app.alerts.models import AlertConfig, Delivery
 from app.alerts.rules import split_urls
@@ -102,7 +102,8 @@ def _settings_context(db: SessionDep, **extra: Any) -> dict[str, Any]:
                        .order_by(Delivery.id.desc()).limit(10)).all()
     return {"env_urls": [masked(u) for u in split_urls(get_settings().alert_urls)],
             "saved": "\n".join(masked(u) for u in saved_urls(db)), "tests": tests,
-            "privacy": masked, "errors": [], "notice": None, **extra}
+            "privacy": masked, "errors": [], "notice": None,
+            "destination_count": len(outbox.deployment_urls(db)), **extra}
 
 
 @router.get("/settings/alerts", response_class=HTMLResponse)
@@ -137,6 +138,9 @@ def send_test(request: Request, db: SessionDep, admin: AdminIdentity) -> Respons
     db.commit()
     notice = (f"Test alert queued for {sent} destination(s); the scheduler sends it within "
               "seconds (status below)." if sent else "No destinations configured yet.")
+    if request.headers.get("hx-request") == "true":  # the button's own panel, result inline
+        return templates.TemplateResponse(request, "alerts/_test_alert.html",
+                                          _settings_context(db, test_result=notice))
     return templates.TemplateResponse(request, "alerts/settings.html",
                                       _settings_context(db, notice=notice))
 

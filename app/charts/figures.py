@@ -63,13 +63,37 @@ def nonfinite_kind(value: float) -> str:
     return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _trace(name: str, series: Series, secondary: bool) -> dict[str, Any]:
-    """One metric's line; non-finite values become gaps (null: JSON has no NaN)."""
-    values = [v if math.isfinite(v) else None for v in series.values]
+RAW_HOVER = "%{y:.4~g} (raw)"
+BAND_HOVER = ("%{y:.4~g} (mean of %{customdata[2]} steps, band min-max "
+              "%{customdata[0]:.4~g} to %{customdata[1]:.4~g})")
+
+
+def _finite(values: Sequence[float]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def _trace(name: str, series: Series, secondary: bool) -> list[dict[str, Any]]:
+    """One metric's line; non-finite values become gaps (null: JSON has no NaN). A summary
+    (static/chartkit.js draws the same from the zoom endpoint) is a shaded min-max band, meta
+    "band", under its mean line, whose tooltip says it is a mean and of how many steps."""
+    values = _finite(series.values)
     mode = "lines+markers" if len(values) <= MARKERS_UP_TO else "lines"
-    # legendgroup keeps the metric's own name: static/charts.js asks for new points by it
-    return {"type": "scatter", "x": series.steps, "y": values, "name": plot_text(name),
-            "legendgroup": name, "mode": mode, "marker": {"size": 4}, "yaxis": "y2" if secondary else "y"}
+    axis = "y2" if secondary else "y"
+    # the name as shown, escaped; legendgroup keeps the metric's own name (static/charts.js
+    # asks the API for it)
+    line: dict[str, Any] = {"type": "scatter", "x": series.steps, "y": values,
+                            "name": plot_text(name), "legendgroup": name, "mode": mode,
+                            "marker": {"size": 4}, "yaxis": axis, "hovertemplate": RAW_HOVER}
+    if not series.summarised:
+        return [line]
+    edge = {"type": "scatter", "x": series.steps, "mode": "lines", "line": {"width": 0},
+            "meta": "band", "legendgroup": name, "showlegend": False, "hoverinfo": "skip",
+            "yaxis": axis, "name": plot_text(f"{name} min-max")}
+    lows, highs = _finite(series.lows or []), _finite(series.highs or [])
+    line["customdata"] = [[lo, hi, n] for lo, hi, n in
+                          zip(lows, highs, series.counts or [], strict=True)]
+    line["hovertemplate"] = BAND_HOVER
+    return [{**edge, "y": lows}, {**edge, "y": highs, "fill": "tonexty"}, line]
 
 
 def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tuple[str, int, str]]:
@@ -148,8 +172,8 @@ def figure(panel: Panel, series: dict[str, Series],
     shapes_notes = [_mark(m) for m in marks or []]
     layout["shapes"] = [shape for shape, _ in shapes_notes]
     layout["annotations"] = [note for _, note in shapes_notes]
-    data = ([_trace(n, series[n], False) for n in primary]
-            + [_trace(n, series[n], True) for n in secondary])
+    data = ([t for n in primary for t in _trace(n, series[n], False)]
+            + [t for n in secondary for t in _trace(n, series[n], True)])
     points = nonfinite_points(primary + secondary, series)
     if points:
         data.append(nonfinite_trace(points))

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
 from app.core.assets import asset
 from app.core.resources import data_path
+from app.health.headline import key_number, plain
 from app.health.stability import label as verdict_label
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,22 @@ def duration(seconds: float | None) -> str:
     minutes, secs = divmod(rest, 60)
     return f"{hours}h {minutes:02d}m" if hours else (f"{minutes}m {secs:02d}s" if minutes
                                                      else f"{secs}s")
+
+
+def num(value: float | None) -> str:
+    """Four significant digits for a table cell; empty when unknown (never "None")."""
+    if value is None:
+        return ""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return f"{value:.4g}"
+
+
+def iso(value: datetime | None) -> str:
+    """An ISO time with its zone for a browser timer (a naive time from SQLite is UTC)."""
+    if value is None:
+        return ""
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
 def when(value: datetime | None) -> str:
@@ -54,6 +72,12 @@ def to_json_attr(value: Any) -> str:
     except ValueError:
         return json.dumps(finite_or_null(value), separators=(",", ":"), allow_nan=False,
                           default=str)
+
+
+def with_toast(response: Response, words: str) -> Response:
+    """Confirm an htmx action: static/pages.js shows ``words`` in the page's toast."""
+    response.headers["HX-Trigger"] = json.dumps({"toast": words})  # ASCII-escaped: a header
+    return response
 
 
 def _identity(request: Request) -> dict[str, Any]:
@@ -89,5 +113,6 @@ def verdict_of(run: Any) -> tuple[str, str]:
 
 
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
-templates.env.filters.update(duration=duration, when=when, json_attr=to_json_attr,
-                             verdict=verdict_of)
+templates.env.filters.update(duration=duration, when=when, num=num, iso=iso, json_attr=to_json_attr,
+                             verdict=verdict_of, key_number=lambda f: key_number(f.category, f.evidence),
+                             plain=plain)

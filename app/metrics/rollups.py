@@ -168,10 +168,11 @@ def chart_data(db: Session, run: Run, max_points: int, names: list[str] | None =
 
 def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: int,
              hi: int) -> dict[str, Series]:
-    """Two points per bucket, (first step, min) and (last step, max), so a line through them
-    covers each bucket's range; a bucket with NaN/inf adds one such value at its first one."""
-    query = ("SELECT name, first_step, last_step, vmin, vmax, nonfinite_step, nonfinite_raw "
-             "FROM metric_rollups WHERE run_id = :run AND level = :level "
+    """One point per bucket at its middle step: the mean, with the bucket's min, max and count
+    (drawn as a band; a line through alternating extremes would draw a sawtooth that is not in
+    the data); a bucket with NaN/inf adds one such value at its first one."""
+    query = ("SELECT name, first_step, last_step, n, vsum, vmin, vmax, nonfinite_step, "
+             "nonfinite_raw FROM metric_rollups WHERE run_id = :run AND level = :level "
              "AND bucket BETWEEN :lo AND :hi")
     params: dict[str, object] = {"run": run_id, "level": level, "lo": lo // width(level),
                                  "hi": hi // width(level)}
@@ -181,17 +182,21 @@ def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: 
             bindparam("names", expanding=True))
         params["names"] = names
     out: dict[str, Series] = {}
-    for name, first, last, vmin, vmax, bad_step, bad_raw in db.connection().execute(
+    for name, first, last, n, vsum, vmin, vmax, bad_step, bad_raw in db.connection().execute(
             statement, params):
-        series = out.setdefault(name, Series())
-        points = []
-        if vmin is not None:
-            points += [(first, vmin), (max(last, first), vmax)]
+        series = out.setdefault(name, Series(lows=[], highs=[], counts=[]))
+        points: list[tuple[float, float, float, float, int]] = []
+        if vmin is not None and n:
+            points.append(((first + max(last, first)) / 2, vsum / n, vmin, vmax, n))
         if bad_step is not None:
-            points.append((bad_step, _nonfinite(bad_raw)))
-        for step, value in sorted(points, key=lambda p: p[0]):
+            bad = _nonfinite(bad_raw)
+            points.append((bad_step, bad, bad, bad, 1))
+        for step, mean, low, high, count in sorted(points, key=lambda p: p[0]):
             series.steps.append(step)
-            series.values.append(value)
+            series.values.append(mean)
+            series.lows.append(low)  # type: ignore[union-attr]
+            series.highs.append(high)  # type: ignore[union-attr]
+            series.counts.append(count)  # type: ignore[union-attr]
     return out
 
 

@@ -20,13 +20,32 @@ from app.metrics.models import MetricPoint
 
 @dataclass
 class Series:
-    steps: list[int] = field(default_factory=list)
+    """A metric's points in step order. A summary (a rollup level above 0) also carries, per
+    point, the min, max and count of the bucket whose mean ``values`` holds: a chart draws it as
+    a band around a mean line, never as a line through the extremes."""
+
+    steps: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
+    lows: list[float] | None = None
+    highs: list[float] | None = None
+    counts: list[int] | None = None
+
+    @property
+    def summarised(self) -> bool:
+        return self.lows is not None
 
     def to_json(self) -> dict[str, list[float | int | str | None]]:
         """NaN/inf become strings: JSON has no such numbers, but a person must see them."""
-        return {"steps": list(self.steps),
-                "values": [v if math.isfinite(v) else repr(v) for v in self.values]}
+        out: dict[str, list[float | int | str | None]] = {
+            "steps": list(self.steps), "values": [_text(v) for v in self.values]}
+        if self.lows is not None and self.highs is not None and self.counts is not None:
+            out.update(min=[_text(v) for v in self.lows], max=[_text(v) for v in self.highs],
+                       n=list(self.counts))
+        return out
+
+
+def _text(value: float) -> float | str:
+    return value if math.isfinite(value) else repr(value)
 
 
 def load_series(db: Session, run_id: int, names: list[str] | None = None,

@@ -26,8 +26,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
 from app.charts.figures import (
+    BAND_HOVER,
     NONFINITE_AXIS,
     PLAIN_LAYOUT,
+    RAW_HOVER,
     nonfinite_kind,
     nonfinite_trace,
     plot_text,
@@ -41,6 +43,7 @@ from app.metrics.rollups import chart_data
 from app.metrics.series import Series
 from app.runs.lifecycle import is_live
 from app.runs.models import Run
+from app.runs.progress import progress
 from app.runs.service import storable_id
 from app.runs.spec_diff import spec_differences
 
@@ -105,16 +108,19 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         s = series[run.id].get(metric)
         if s is None:
             continue
-        label = f"#{run.id} {run.name}"
-        data.append({"type": "scatter", "mode": "lines", "name": plot_text(label),
-                     "uid": f"run-{run.id}",
+        label = plot_text(f"#{run.id} {run.name}")
+        color = COLORS[i % len(COLORS)]
+        data += band(run.id, label, color, s)
+        data.append({"type": "scatter", "mode": "lines", "name": label, "uid": f"run-{run.id}",
                      "x": s.steps, "y": [v if math.isfinite(v) else None for v in s.values],
-                     "line": {"color": COLORS[i % len(COLORS)], "width": 1.6},
-                     "meta": run.id})
-        bad += [(label, step, nonfinite_kind(v)) for step, v in zip(s.steps, s.values,
-                                                                    strict=True)
-                if not math.isfinite(v)]
-    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(metric), "font": {"size": 14}, "x": 0.02,
+                     "line": {"color": color, "width": 1.6}, "legendgroup": label,
+                     "meta": run.id,
+                     "hovertemplate": BAND_HOVER if s.summarised else RAW_HOVER,
+                     "customdata": _band_data(s)})
+        bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v))  # escaped by the trace
+                for step, v in zip(s.steps, s.values, strict=True) if not math.isfinite(v)]
+    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(metric), "font": {"size": 14},
+                                        "x": 0.02,
                                         "xanchor": "left"},
               "margin": {**PLAIN_LAYOUT["margin"], "t": 36},  # room for the title
               "hovermode": "x unified", "legend": {"orientation": "h", "y": -0.3,
@@ -123,6 +129,32 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
         data.append({**nonfinite_trace(sorted(bad, key=lambda p: p[1])), "uid": "nonfinite"})
         layout["yaxis3"] = NONFINITE_AXIS
     return {"data": data, "layout": layout}
+
+
+def band(run_id: int, label: str, color: str, s: Series) -> list[dict[str, Any]]:
+    """A summarised run's min-max band (two edges, the upper filled), under its mean line and
+    hidden with it (one legend group); none for raw points."""
+    if not s.summarised:
+        return []
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "x": s.steps,
+            "legendgroup": label, "showlegend": False, "hoverinfo": "skip",
+            "meta": f"band-{run_id}", "name": f"{label} min-max"}
+    fill = "rgba({},{},{},0.15)".format(*(int(color[k:k + 2], 16) for k in (1, 3, 5)))
+    return [{**edge, "uid": f"run-{run_id}-min", "y": _finite(s.lows or [])},
+            {**edge, "uid": f"run-{run_id}-max", "y": _finite(s.highs or []), "fill": "tonexty",
+             "fillcolor": fill}]
+
+
+def _finite(values: Sequence[float]) -> list[float | None]:
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def _band_data(s: Series) -> list[list[float | int | None]] | None:
+    """Per point [min, max, steps] for a summary's tooltip."""
+    if not s.summarised:
+        return None
+    return [[lo, hi, n] for lo, hi, n in zip(_finite(s.lows or []), _finite(s.highs or []),
+                                             s.counts or [], strict=True)]
 
 
 def read_series(db: SessionDep, runs: Sequence[Run], chosen: list[str]
@@ -153,7 +185,24 @@ def compare_context(db: SessionDep, runs: list[Run], asked: Sequence[str]) -> di
             "findings": findings, "differences": spec_differences([r.spec for r in runs]),
             "colors": COLORS, "ids": ",".join(str(r.id) for r in runs),
             "live": any(is_live(r) for r in runs), "live_url": live_query(runs, asked),
-            "refresh": REFRESH_SECONDS}
+            "refresh": REFRESH_SECONDS, "run_axes": run_axes(runs)}
+
+
+def run_axes(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:
+    """Per run what static/compare.js needs to put a step on another x axis: its planned steps
+    (% of run) and its mean seconds per step (time since start), None when unknown (an
+    imported log, a run that has not started)."""
+    return {str(r.id): {"max_steps": max(r.max_steps or 0, r.current_step or 0, 1),
+                        "seconds_per_step": seconds_per_step(r)} for r in runs}
+
+
+def seconds_per_step(run: Run) -> float | None:
+    """Elapsed time over the steps done (the pace so far); the worker's smoothed step time
+    when there are no start and step counts."""
+    elapsed = progress(run).elapsed_s
+    if elapsed and run.current_step:
+        return elapsed / run.current_step
+    return run.seconds_per_step or None
 
 
 def asked_metrics(request: Request) -> list[str]:

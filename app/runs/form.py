@@ -165,12 +165,49 @@ def _reward_field(loc: tuple[Any, ...], message: str, rows: list[int]) -> str:
     return f"reward_{row}_params"
 
 
+# pydantic's error types in the words a person filling the form reads ("Input should be
+# greater than or equal to 2" -> "must be at least 2"); {name} is the error's ctx value.
+PLAIN_WORDS = {
+    "int_parsing": "must be a whole number, e.g. 8",
+    "int_from_float": "must be a whole number, e.g. 8",
+    "int_type": "must be a whole number, e.g. 8",
+    "float_parsing": "must be a number, e.g. 0.5 or 1e-6",
+    "float_type": "must be a number, e.g. 0.5 or 1e-6",
+    "finite_number": "must be a finite number (not inf or nan)",
+    "bool_parsing": "must be on or off",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "string_too_long": "is too long: at most {max_length} characters",
+    "string_too_short": "must not be empty",
+    "too_long": "has too many entries: at most {max_length}",
+    "too_short": "needs at least {min_length}",
+    "missing": "is required",
+    "literal_error": "must be {expected}",
+    "enum": "must be {expected}",
+    "string_pattern_mismatch": "holds characters that are not allowed here",
+    "string_type": "must be text",
+}
+
+
+def plain_message(err: Any) -> str:
+    """One pydantic error as a plain sentence; our own validators' messages are already."""
+    template = PLAIN_WORDS.get(err["type"])
+    if template is None:
+        return str(err["msg"]).removeprefix("Value error, ")
+    try:
+        return template.format(**(err.get("ctx") or {}))
+    except (KeyError, IndexError):
+        return str(err["msg"]).removeprefix("Value error, ")
+
+
 def field_errors(exc: ValidationError, rows: list[int] | None = None) -> dict[str, str]:
     """Map pydantic errors to the form field they belong to ('_form' when no single field)."""
     errors: dict[str, str] = {}
     for err in exc.errors():
         loc = tuple(err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
+        message = plain_message(err)
         field = str(loc[0]) if loc else "_form"
         if field == "rewards":
             field = _reward_field(loc, message, rows if rows is not None else [])

@@ -72,14 +72,14 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
             f"Key mapping: {exc}"), status_code=422)
     data = await log.read()
     source = cleaned(log.filename or "log")[:MAX_NAME]
-    name = cleaned(name.strip())[:MAX_NAME] or source
+    name = cleaned(name.strip())[:MAX_NAME]  # blank: named after the file (imports.default_name)
     suffix = Path(source).suffix if SUFFIX.fullmatch(Path(source).suffix) else ".log"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"upload{suffix}"
         path.write_bytes(data)
         folder = await _save_completions(Path(tmp) / "rollouts", completions or [])
         try:
-            runs = import_path(db, path, name, source_name=source, completions=folder,
+            runs = import_path(db, path, name or None, source_name=source, completions=folder,
                                mapping=mapping)
         except LogFormatError as exc:
             error = exc.reason

@@ -4,6 +4,7 @@ TRL wrote them (``log_completions=True``), its ``completions/completions_<step>.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -64,6 +65,42 @@ def folder_name(path: Path) -> str:
     return path.parent.name if path.name.startswith("checkpoint-") else path.name
 
 
+GENERIC_LOGS = frozenset({"trainer_state.json", "log.txt", "train.log", "console.log",
+                          "metrics.jsonl", "log_history.json", "log.jsonl"})
+MODEL_KEYS = ("model_name_or_path", "model_name", "model", "base_model", "_name_or_path")
+
+
+def default_name(path: Path, log_path: Path, source_name: str | None) -> str:
+    """What a run made elsewhere is called when the user gave no name: its run folder (the
+    folder named, or the one holding a generic log like ``trainer_state.json``), else the
+    uploaded file's name without its extension."""
+    if path.is_dir():
+        return folder_name(path)
+    file_name = source_name or log_path.name
+    if source_name is None and file_name.lower() in GENERIC_LOGS:
+        return folder_name(log_path.parent)
+    stem = Path(file_name).stem
+    return stem if stem and file_name.lower() not in GENERIC_LOGS else file_name
+
+
+def known_model(*sources: dict, folders: tuple[Path, ...] = ()) -> str | None:
+    """The model a run trained, when anything saved with it says: a model key in its log's
+    settings or arguments, else ``_name_or_path`` in a saved model's ``config.json``."""
+    for source in sources:
+        for key in MODEL_KEYS:
+            value = source.get(key)
+            if isinstance(value, str) and value.strip():
+                return cleaned(value.strip())[:200]
+    for folder in folders:
+        try:
+            saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(saved, dict) and (found := known_model(saved)):
+            return found
+    return None
+
+
 def run_config(path: Path, log_path: Path) -> tuple[dict, str | None]:
     """The training arguments saved next to the log (``training_args.bin`` or a JSON of
     them), for a folder only: an uploaded or named file has no folder of its own."""
@@ -100,7 +137,11 @@ def import_log(db: Session, path: Path, name: str | None = None,
     spec = {"source_file": source_name or log_path.name, "source_format": log.source_format,
             "rollout_steps": len(rollout_steps), **_storable_meta(log.meta),
             **_storable_meta(config), **({"config_not_read": refused} if refused else {})}
-    default = folder_name(path) if path.is_dir() else (source_name or log_path.name)
+    default = default_name(path, log_path, source_name)
+    # an upload's temporary copy has no folder of its own to read
+    folders = (log_path.parent, log_path.parent.parent) if source_name is None else ()
+    if model := known_model(log.meta, config, folders=folders):
+        spec["model"] = model
     run = service.create_imported_run(db, name=name or default, spec=spec,
                                       max_step=last_step)
     pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)
@@ -120,6 +161,8 @@ def import_path(db: Session, path: Path, name: str | None = None,
         log = translate(trackio.parse(path, run_name), mapping)
         spec = {"source_file": source, "source_format": log.source_format,
                 "trackio_run": cleaned(run_name)[:200], **_storable_meta(log.meta)}
+        if model := known_model(log.meta):
+            spec["model"] = model
         label = cleaned(f"{name or Path(source).stem}/{run_name}")[:120]
         run = service.create_imported_run(db, name=label, spec=spec, max_step=log.rows[-1][0])
         pipeline.receive(db, run, log.rows, [], track_progress=False)

@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
-from app.core.templating import templates
-from app.runs import lifecycle, listing
+from app.core.templating import templates, with_toast
+from app.runs import lifecycle, listing, row_numbers
 from app.runs.api import run_or_404
 from app.runs.listing import ListError, ListQuery
 from app.runs.models import Run
@@ -30,6 +30,8 @@ def _context(db: SessionDep, query: ListQuery, flash: str | None = None) -> dict
     page = listing.page_of_runs(db, query)
     return {"page": page, "runs": page.runs, "q": query, "flash": flash,
             "progress": {r.id: progress(r) for r in page.runs},
+            "numbers": row_numbers.row_numbers(db, page.runs),
+            "columns": row_numbers.COLUMNS, "hidden_columns": row_numbers.DEFAULT_HIDDEN,
             "any_live": any(lifecycle.is_live(r) for r in page.runs),
             "facets": listing.facets(db), "sorts": list(listing.SORTS)}
 
@@ -90,7 +92,7 @@ async def annotate(run_id: int, request: Request, db: SessionDep,
         return after_change(request, db, form, f"run {run_id}: {exc}", 422)
     listing.set_tags(db, run, tags)
     db.commit()
-    return after_change(request, db, form)
+    return with_toast(after_change(request, db, form), f"Saved the tags and note of run {run_id}.")
 
 
 @router.post("/runs/{run_id}/archive", response_class=HTMLResponse)
@@ -102,6 +104,8 @@ async def archive(run_id: int, request: Request, db: SessionDep,
     form = await _form(request)
     if (reason := _refused(run, identity)) is not None:
         return after_change(request, db, form, reason, 403)
-    listing.set_archived(run, form.get("archived", "1") == "1")
+    archived = form.get("archived", "1") == "1"
+    listing.set_archived(run, archived)
     db.commit()
-    return after_change(request, db, form)
+    done = "archived" if archived else "restored"
+    return with_toast(after_change(request, db, form), f"Run {run_id} {done}.")

@@ -59,6 +59,9 @@ class Run(Base):
     smoke_full_steps: Mapped[int | None] = mapped_column(Integer)
     # The sweep that launched this run with its siblings (``/sweeps/{sweep_id}``).
     sweep_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    # What the training child said it is doing (grpodeck.contract.wire.Stage); "training" and
+    # "queued" are read from the run itself (app/runs/stages.py).
+    stage: Mapped[str | None] = mapped_column(String(20))
 
 
 class RunTag(Base):

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, status
 
 from app.core.db import SessionDep
 from app.health import service as health
+from app.logs import service as log_service
 from app.metrics import pipeline
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -34,6 +35,8 @@ from grpodeck.contract.wire import (
     ControlOut,
     FinishedIn,
     IngestReply,
+    LogBatch,
+    LogReply,
     MetricBatch,
     StartedIn,
 )
@@ -125,6 +128,17 @@ def control(run: RunAuth, db: SessionDep) -> ControlOut:
     seen(run)
     db.commit()
     return _control(run)
+
+
+@router.post("/{run_id}/logs", response_model=LogReply)
+def post_logs(batch: LogBatch, run: RunForUpdate, db: SessionDep) -> LogReply:
+    """The training child's output and stage, shipped by its worker while it runs (and once
+    more after it exits, before ``finished``): the run page's stage line and Logs tab."""
+    _require_running(run)
+    stored = log_service.store(db, run, batch)
+    seen(run)
+    db.commit()
+    return LogReply(stored=stored)
 
 
 @router.post("/{run_id}/finished", response_model=ControlOut)

@@ -19,7 +19,7 @@ from app.charts.panels import monitor_only
 from app.charts.summary import chart_summaries
 from app.core.config import get_settings
 from app.core.db import SessionDep
-from app.core.templating import templates
+from app.core.templating import templates, with_toast
 from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.dryruns.api import dry_run_or_404
@@ -31,6 +31,7 @@ from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.capabilities import vllm_problem, worker_reports
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
+from app.runs.header import header_facts, shows_logs, shows_rollouts
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.presets import preset_or_404
@@ -38,6 +39,7 @@ from app.runs.progress import progress
 from app.runs.rewards_api import custom_listing
 from app.runs.smoke import smoke_context
 from app.runs.spec_diff import spec_changes
+from app.runs.stages import stage_of
 from grpodeck.contract.alerts import unmask
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.presets import PRESETS
@@ -149,25 +151,28 @@ def _lineage_context(db: SessionDep, run: Run) -> dict[str, Any]:
     return {"parent": parent, "changes": changes}
 
 
-def _run_context(run: Run) -> dict[str, Any]:
+def _run_context(run: Run, db: SessionDep | None = None) -> dict[str, Any]:
     return {"run": run, "progress": progress(run), "live": lifecycle.is_live(run),
-            "refresh": get_settings().live_refresh_seconds}
+            "refresh": get_settings().live_refresh_seconds,
+            "stage": stage_of(db, run) if db is not None else None}
 
 
 def _findings_context(db: SessionDep, run: Run) -> dict[str, Any]:
     findings = sort_findings(findings_for(db, run.id))
-    return {**_run_context(run), "findings": findings, "groups": group_by_category(findings),
+    return {**_run_context(run, db), "findings": findings, "groups": group_by_category(findings),
             "coverage": coverage(db, run)}
 
 
 def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord]) -> dict[str, Any]:
     """Charts read the run's summaries (``app/metrics/rollups.py``): rows in proportion to the
     points drawn, whatever the run's length."""
-    data = chart_data(db, run, get_settings().chart_max_points)
+    budget = get_settings().chart_max_points
+    data = chart_data(db, run, budget)
     objectives = monitor_only(run.spec)
     marks = marks_by_panel([f.to_dict() for f in findings if f.active], objectives)
-    return {**_run_context(run), "charts": run_figures(data.series, marks, objectives),
-            "after": data.last_step, "version": structure_version(run, findings)}
+    return {**_run_context(run, db), "charts": run_figures(data.series, marks, objectives),
+            "after": data.last_step, "version": structure_version(run, findings),
+            "max_points": budget}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -178,6 +183,8 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context["summaries"] = chart_summaries(db, run)
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
+    context.update(facts=header_facts(run), show_rollouts=shows_rollouts(db, run),
+                   show_logs=shows_logs(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 
@@ -198,7 +205,7 @@ def findings_panel(run_id: int, request: Request, db: SessionDep) -> Response:
 @router.get("/runs/{run_id}/_status", response_class=HTMLResponse)
 def status_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     run = run_or_404(db, run_id)
-    return templates.TemplateResponse(request, "runs/_status.html", _run_context(run))
+    return templates.TemplateResponse(request, "runs/_status.html", _run_context(run, db))
 
 
 def structure_version(run: Run, findings: Sequence[FindingRecord]) -> str:
@@ -235,8 +242,9 @@ def cancel_run(run_id: int, request: Request, db: SessionDep,
         db.commit()
     except lifecycle.TransitionError as exc:
         flash = str(exc)
-    return templates.TemplateResponse(request, "runs/_status.html",
-                                      {**_run_context(run), "flash": flash})
+    response = templates.TemplateResponse(request, "runs/_status.html",
+                                          {**_run_context(run, db), "flash": flash})
+    return with_toast(response, flash or f"Cancelling run {run.id}: it stops at its next step.")
 
 
 @router.post("/runs/{run_id}/delete", response_class=HTMLResponse)

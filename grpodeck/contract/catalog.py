@@ -214,6 +214,9 @@ def reward_columns(name: str, params: dict[str, Any]) -> tuple[str, ...]:
     return _FIXED_COLUMNS.get(name, ())
 
 
+KIND_WORDS: dict[Any, str] = {int: "a whole number", float: "a number", str: "text"}
+
+
 def coerce_params(reward: RewardInfo, params: dict[str, Any]) -> dict[str, Any]:
     """Fill defaults and convert types; raise ValueError naming the offending parameter."""
     known = {p.name: p for p in reward.params}
@@ -226,17 +229,16 @@ def coerce_params(reward: RewardInfo, params: dict[str, Any]) -> dict[str, Any]:
         try:
             value = p.kind(raw)
         except (TypeError, ValueError, OverflowError) as exc:  # int(inf) overflows
-            # Builtin kinds say what they want by their name; parsing kinds say it themselves.
-            why = p.kind.__name__ if p.kind in (int, float, str) else str(exc)
-            raise ValueError(f"{reward.name}.{p.name} must be {'a ' * (p.kind in (int, float, str))}"
-                             f"{why}") from None
+            # Builtin kinds are named in words; parsing kinds say what they want themselves.
+            why = KIND_WORDS.get(p.kind, str(exc))
+            raise ValueError(f"{reward.name}.{p.name} must be {why}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{reward.name}.{p.name} must be a finite number")
         if isinstance(value, str) and len(value) > MAX_PARAM_TEXT:
             raise ValueError(f"{reward.name}.{p.name} must be at most {MAX_PARAM_TEXT} characters")
         if p.minimum is not None and value < p.minimum:
-            raise ValueError(f"{reward.name}.{p.name} must be >= {p.minimum}")
+            raise ValueError(f"{reward.name}.{p.name} must be at least {p.minimum}")
         if p.maximum is not None and value > p.maximum:
-            raise ValueError(f"{reward.name}.{p.name} must be <= {p.maximum}")
+            raise ValueError(f"{reward.name}.{p.name} must be at most {p.maximum}")
         out[p.name] = value
     return out

@@ -5,7 +5,7 @@ the same ones, so the two cannot drift apart.
 Endpoints (``/api/runs/{id}/...``, bearer: the claim ticket for ``claim``, else the run token):
 ``claim`` (``StartedIn`` -> ``ClaimOut``), ``metrics`` (``MetricBatch`` -> ``IngestReply``; an
 empty batch is a heartbeat), ``control`` (-> ``ControlOut``), ``finished`` (``FinishedIn`` ->
-``ControlOut``).
+``ControlOut``), ``logs`` (``LogBatch`` -> ``LogReply``: the training child's output and stage).
 """
 
 from __future__ import annotations
@@ -87,6 +87,31 @@ class ControlOut(BaseModel):
 
 class ClaimOut(ControlOut):
     token: str
+
+
+# --- the training child's output and stage ------------------------------------------------------
+# The child prints ``STAGE_PREFIX + stage`` on a line of its stdout as it moves on; the worker
+# reads its output files, ships new bytes as chunks (keyed by stream and byte offset, so a resent
+# chunk overwrites itself) with the latest stage it saw. "training" needs no line: the server
+# knows a step arrived.
+STAGE_PREFIX = "[grpodeck] stage: "
+Stage = Literal["loading_model", "first_step", "saving"]
+MAX_LOG_CHUNK = 65_536  # characters of one chunk
+
+
+class LogChunk(BaseModel):
+    stream: Literal["stdout", "stderr"]
+    offset: int = Field(ge=0, lt=2**62, description="byte offset of this text in its stream")
+    text: CleanText(MAX_LOG_CHUNK)
+
+
+class LogBatch(BaseModel):
+    chunks: list[LogChunk] = Field(default_factory=list, max_length=16)
+    stage: Stage | None = None
+
+
+class LogReply(BaseModel):
+    stored: int
 
 
 # --- runs trained elsewhere (a user's own script, the DeckCallback) ------------------------------

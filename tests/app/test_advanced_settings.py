@@ -31,14 +31,14 @@ def test_form_sends_advanced_settings(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "words"), [
-    ("top_p", "1.5", "less than or equal to 1"),
+    ("top_p", "1.5", "must be at most 1"),
     ("warmup_ratio", "1", "less than 1"),
-    ("num_iterations", "0", "greater than or equal to 1"),
+    ("num_iterations", "0", "must be at least 1"),
     ("loss_type", "ppo", "'grpo'"),
     ("epsilon_high", "0.1", "must be at least epsilon"),
     ("lora_target_modules", "q_proj, self_attn.*", "'self_attn.*' is not a module name"),
     ("lora_target_modules", "all-linear, q_proj", '"all-linear" stands alone'),
-    ("lora_r", "0", "greater than or equal to 1"),
+    ("lora_r", "0", "must be at least 1"),
     ("lora_dropout", "1", "less than 1"),
 ])
 def test_out_of_range_is_shown_at_the_field(client: TestClient, field: str, value: str,

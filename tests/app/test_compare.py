@@ -44,7 +44,7 @@ def test_three_runs_overlaid_with_their_differences(client: TestClient) -> None:
     assert page.status_code == 200
     charts = figures(page.text)
     assert list(charts) == ["reward", "kl"]  # the defaults these runs logged, in their order
-    traces = charts["reward"]["data"]
+    traces = [t for t in charts["reward"]["data"] if not str(t["meta"]).startswith("band")]
     assert [t["meta"] for t in traces] == [a, b, c]
     assert traces[1]["y"][:2] == [0.3, 0.6] and traces[0]["x"] == [1, 2, 3, 4, 5]
     limit = get_settings().chart_max_points  # read exactly as the run page's charts read it
@@ -96,7 +96,9 @@ def test_a_long_comparison_reads_about_as_many_rows_as_it_draws(client: TestClie
     charts = figures(page.text)
     long_reward = next(t for t in charts["reward"]["data"] if t.get("meta") == long_id)
     assert 10 < len(long_reward["x"]) <= limit
-    assert max(long_reward["y"]) == 5.0 + 0.1 * math.sin(12_345 / 40)  # the spike survives
+    upper = next(t for t in charts["reward"]["data"] if t.get("uid") == f"run-{long_id}-max")
+    assert max(upper["y"]) == 5.0 + 0.1 * math.sin(12_345 / 40)  # the spike survives, in the band
+    assert upper["fill"] == "tonexty" and max(long_reward["y"]) < 5  # the line: bucket means
     marker = charts["kl"]["data"][-1]  # the NaN: a red marker, as on the run page
     assert marker["meta"] == "nonfinite" and marker["x"] == [15_000]
     assert marker["hovertext"] == [f"#{long_id} long: NaN at step 15000"]

@@ -78,3 +78,15 @@ def test_a_monitor_only_objective_is_drawn_against_the_trained_reward_on_one_cha
     assert [s["x0"] for s in objective["figure"]["layout"]["shapes"]] == [2]  # the finding
     assert "objective" not in by_key(run_figures(logged))  # a run without one: no such chart
     assert monitor_only({"model_name": "outside script"}) == []
+
+
+def test_user_text_in_names_is_escaped_for_plotly_and_the_metric_kept() -> None:
+    """plotly reads <b>, <a href> in trace names as markup: a metric name is shown as typed."""
+    from app.charts.figures import run_figures
+    from app.metrics.series import Series
+
+    name = "rewards/<b>bold</b>&co/mean"
+    charts = run_figures({"reward": Series([1, 2], [0.1, 0.2]), name: Series([1, 2], [0.3, 0.4])})
+    traces = [t for c in charts for t in c["figure"]["data"]]
+    mine = next(t for t in traces if t["legendgroup"] == name)
+    assert mine["name"] == "rewards/&lt;b&gt;bold&lt;/b&gt;&amp;co/mean"

@@ -35,7 +35,7 @@ def test_invalid_form_marks_the_field_and_queues_nothing(page: Page, live: Stack
     page.fill("#f-learning_rate", "-0.1")
     page.click("#launch")
     expect(page.locator("#e-num_generations")).to_be_visible()
-    expect(page.locator("#e-learning_rate")).to_contain_text("greater than 0")
+    expect(page.locator("#e-learning_rate")).to_contain_text("must be more than 0")
     expect(page.locator("#f-num_generations")).to_have_value("1")
     expect(page.locator(".alert.critical")).to_contain_text("nothing was queued")
     assert httpx.get(f"{live.url}/api/runs", timeout=10).json() == before

@@ -37,6 +37,9 @@ def run_with_data(live: Stack) -> int:
     body = {"rows": rows, "rollouts": [step_payload(10), late]}
     reply = httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json=body, headers=headers)
     assert reply.status_code == 200, reply.text
+    log = {"chunks": [{"stream": "stderr", "offset": 0, "text": "loading " + "x" * 500 + "\n"}]}
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/logs", json=log, headers=headers)
+    assert reply.status_code == 200, reply.text  # a long unbroken line for the Logs tab
     return run_id
 
 
@@ -91,6 +94,7 @@ def test_form_errors_at_their_fields_with_focus(desk: Page, live: Stack) -> None
 def test_phone_layout_has_no_horizontal_scroll(phone: Page, live: Stack, run_with_data: int) -> None:
     page = phone
     for name, path in (("run", f"/runs/{run_with_data}"), ("rollouts", f"/runs/{run_with_data}/rollouts"),
+                       ("logs", f"/runs/{run_with_data}/logs"),
                        ("import", "/runs/import"), ("alerts-settings", "/settings/alerts"),
                        ("datasets", "/datasets"), ("alerts", "/alerts"), ("404", "/runs/987654")):
         page.goto(live.url + path)
@@ -145,7 +149,8 @@ def test_axe_finds_no_serious_violations(desk: Page, live: Stack, run_with_data:
     page = desk
     problems = {}
     for path in ("/runs", f"/runs/{run_with_data}", "/runs/new",
-                 f"/runs/{run_with_data}/rollouts", "/runs/import", "/datasets", "/alerts",
+                 f"/runs/{run_with_data}/rollouts", f"/runs/{run_with_data}/logs",
+                 "/runs/import", "/datasets", "/alerts",
                  "/settings/alerts", "/runs/987654"):
         page.goto(live.url + path)
         page.wait_for_load_state("networkidle")

@@ -10,8 +10,7 @@ from tests.stack import Stack
 
 def test_preset_picker_fills_the_form(page: Page, live: Stack) -> None:
     page.goto(f"{live.url}/runs/new")
-    page.select_option("#f-preset", "reward-hacking")
-    page.click("#use-preset")
+    page.select_option("#f-preset", "reward-hacking")  # applies on choice: no second button
     page.wait_for_url("**/runs/new?preset=reward-hacking")
     expect(page.locator("#preset-description")).to_contain_text("weight 0")
     expect(page.locator("#f-name")).to_have_value("reward-hacking-demo")

@@ -149,12 +149,12 @@ def test_custom_imports_a_worker_function_and_calls_it_like_trl(
 @pytest.mark.parametrize(("name", "params", "message"), [
     ("format_regex", {"pattern": "(x"}, "format_regex.pattern must be a valid regular expression"),
     ("unit_tests", {"partial": "maybe"}, "unit_tests.partial must be true or false"),
-    ("unit_tests", {"timeout": 0}, "unit_tests.timeout must be >= 0.5"),
+    ("unit_tests", {"timeout": 0}, "unit_tests.timeout must be at least 0.5"),
     ("custom", {}, "custom.path must be like package.module:function"),
     ("custom", {"path": "__import__('os').system"}, "custom.path must be like"),
     ("answer_match", {"mode": "fuzzy"}, "answer_match.mode must be one of exact, numeric"),
     ("answer_match", {"column": "a b"}, "answer_match.column must be a dataset column name"),
-    ("code_block_count", {"count": -1}, "code_block_count.count must be >= 0"),
+    ("code_block_count", {"count": -1}, "code_block_count.count must be at least 0"),
 ])
 def test_the_spec_refuses_bad_parameters_with_the_reason(name: str, params: dict[str, Any],
                                                         message: str) -> None:

@@ -103,10 +103,10 @@ def test_coerce_params_fills_defaults_and_converts() -> None:
 
 
 @pytest.mark.parametrize("name,params,message", [
-    ("length_target", {"target": "abc"}, "length_target.target must be a int"),
-    ("length_target", {"target": None}, "length_target.target must be a int"),
-    ("length_target", {"target": 0}, "length_target.target must be >= 1"),
-    ("debug_raise", {"after_calls": -1}, "debug_raise.after_calls must be >= 0"),
+    ("length_target", {"target": "abc"}, "length_target.target must be a whole number"),
+    ("length_target", {"target": None}, "length_target.target must be a whole number"),
+    ("length_target", {"target": 0}, "length_target.target must be at least 1"),
+    ("debug_raise", {"after_calls": -1}, "debug_raise.after_calls must be at least 0"),
     ("length_target", {"size": 3, "bogus": 1}, "unknown parameter(s) for length_target: bogus, size"),
     ("exact_answer", {"x": 1}, "unknown parameter(s) for exact_answer: x"),
 ])

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpodeck.contract.catalog import is_local_dataset
+from grpodeck.contract.wire import STAGE_PREFIX
 
 if TYPE_CHECKING:
     from trl import GRPOTrainer
@@ -77,6 +78,11 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
                       report_deadline)
 
 
+def stage(name: str) -> None:
+    """Tell the supervisor (it reads this stdout) what the run is doing now."""
+    print(f"{STAGE_PREFIX}{name}", flush=True)
+
+
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
            batch_rows: int, flush_seconds: float, report_deadline: float) -> GRPOTrainer:
     from worker.rewards.registry import build
@@ -95,6 +101,7 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     log.info("run %s: %s on %s with %s (%s)", run_id, spec.name, spec.model, spec.dataset, describe())
     config = build_grpo_config(spec, output_dir)  # validate before the slow loads
     peft_config = build_peft_config(spec)
+    stage("loading_model")
     model, tokenizer = load_model_and_tokenizer(spec.model)
     check_target_modules(model, spec)
     train_ds, eval_ds = load_prompts(spec)
@@ -111,7 +118,9 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
             train_dataset=train_ds, eval_dataset=eval_ds, callbacks=[reporter],
             peft_config=peft_config, rollout_every=spec.rollout_every,
             rollout_groups=spec.rollout_groups, rollout_sink=reporter.add_rollouts)
+        stage("first_step")
         trainer.train()
+        stage("saving")
     finally:
         reporter.close()
     if reporter.stop_requested:

@@ -1,0 +1,72 @@
+"""Store a run's log chunks and read them back: the tail for the live tab, all for download.
+
+Why chunks in a table: the web app and the worker may be on different machines, so the output
+the worker's files hold travels through the report API and is kept with the run (deleted with
+it by ON DELETE CASCADE). A resent chunk (same stream and offset) replaces itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.logs.models import RunLogChunk
+from app.runs.models import Run
+from grpodeck.contract.wire import LogBatch
+
+TAIL_CHARS = 64_000
+MAX_STORED_CHARS = 20_000_000  # per run: a runaway print loop must not fill the database
+
+
+def stored_chars(db: Session, run_id: int) -> int:
+    return db.scalar(select(func.coalesce(func.sum(func.length(RunLogChunk.text)), 0))
+                     .where(RunLogChunk.run_id == run_id)) or 0
+
+
+def store(db: Session, run: Run, batch: LogBatch) -> int:
+    """Keep the batch's chunks (until the run's log reaches MAX_STORED_CHARS) and its stage."""
+    if batch.stage is not None:
+        run.stage = batch.stage
+    room = MAX_STORED_CHARS - stored_chars(db, run.id) if batch.chunks else 0
+    stored = 0
+    for chunk in batch.chunks:
+        if not chunk.text or len(chunk.text) > room:
+            continue
+        db.execute(delete(RunLogChunk).where(RunLogChunk.run_id == run.id,
+                                             RunLogChunk.stream == chunk.stream,
+                                             RunLogChunk.offset == chunk.offset))
+        db.add(RunLogChunk(run_id=run.id, stream=chunk.stream, offset=chunk.offset,
+                           text=chunk.text))
+        room -= len(chunk.text)
+        stored += 1
+    db.flush()
+    return stored
+
+
+def tail(db: Session, run_id: int, max_chars: int = TAIL_CHARS) -> tuple[str, bool]:
+    """The log's last ``max_chars`` characters in arrival order, and whether more came before."""
+    texts: list[str] = []
+    size = 0
+    rows = db.scalars(select(RunLogChunk.text).where(RunLogChunk.run_id == run_id)
+                      .order_by(RunLogChunk.id.desc()))
+    for text in rows:
+        texts.append(text)
+        size += len(text)
+        if size >= max_chars:
+            break
+    else:
+        return "".join(reversed(texts)), False
+    return "".join(reversed(texts))[-max_chars:], True
+
+
+def everything(db: Session, run_id: int) -> Iterator[str]:
+    """The whole log in arrival order, a chunk at a time (the download streams it)."""
+    stmt = (select(RunLogChunk.text).where(RunLogChunk.run_id == run_id)
+            .order_by(RunLogChunk.id).execution_options(yield_per=100))
+    yield from db.scalars(stmt)
+
+
+def has_logs(db: Session, run_id: int) -> bool:
+    return db.scalar(select(RunLogChunk.id).where(RunLogChunk.run_id == run_id).limit(1)) is not None

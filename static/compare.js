@@ -1,0 +1,113 @@
+// The compare page's chart controls (templates/runs/compare.html, _compare_charts.html).
+//
+// Every chart is drawn from the server's figure (data-figure, one line per run, a min-max band
+// for a summarised run) plus the reader's choices, kept here so a live refresh keeps them:
+// * per chart: EMA smoothing (raw lines stay faint) and a log y axis;
+// * for the page: the x axis as step, time since the run started (from the run's mean step
+//   time, runs/compare.py), or % of the run's planned steps; and runs hidden or shown.
+// static/app.js hands the compare charts to CompareView.draw (first draw and live refresh).
+window.CompareView = (function () {
+  "use strict";
+  var state = { x: "step", hidden: {}, charts: {} };  // charts: metric -> {smoothing, log}
+  var AXIS_TITLES = { step: "step", time: "time since start (s, from the run's mean step time)",
+                      percent: "% of the run's planned steps" };
+
+  function runs() {
+    var tools = document.getElementById("compare-tools");
+    return tools ? JSON.parse(tools.dataset.runs) : {};
+  }
+
+  function runOf(trace) {  // a line's meta is its run id, a band's "band-<id>"
+    var m = /^(?:band-)?(\d+)$/.exec(String(trace.meta));
+    return m ? m[1] : null;
+  }
+
+  function chartState(metric) {
+    if (!state.charts[metric]) state.charts[metric] = { smoothing: 0, log: false };
+    return state.charts[metric];
+  }
+
+  // Steps as the chosen x; null where a run cannot say (no step time known).
+  function xOf(steps, run) {
+    if (state.x === "step" || !run) return steps.slice();
+    if (state.x === "percent") return steps.map(function (s) { return 100 * s / run.max_steps; });
+    if (!run.seconds_per_step) return steps.map(function () { return null; });
+    return steps.map(function (s) { return s * run.seconds_per_step; });
+  }
+
+  function compose(fig, metric) {
+    var info = runs(), mine = chartState(metric), data = [], smoothed = [];
+    fig.data.forEach(function (t) {
+      var id = runOf(t), tr = Object.assign({}, t);
+      if (id === null) { data.push(tr); return; }  // the NaN/inf markers
+      tr.x = xOf(t.x, info[id]);
+      tr.visible = state.hidden[id] ? false : true;
+      if (String(t.meta) === id && mine.smoothing > 0) {
+        tr.opacity = 0.3;
+        tr.showlegend = false;
+        smoothed.push(Object.assign({}, tr, { y: ChartKit.ema(t.y, mine.smoothing), opacity: 1,
+          showlegend: true, meta: "smoothed-" + id, uid: "smoothed-" + id, customdata: undefined,
+          hovertemplate: "%{y:.4~g} (smoothed)", line: Object.assign({}, t.line, { width: 2 }) }));
+      }
+      data.push(tr);
+    });
+    var layout = Object.assign({}, fig.layout);
+    layout.xaxis = Object.assign({}, fig.layout.xaxis, { title: { text: AXIS_TITLES[state.x] },
+                                                         autorange: true });
+    layout.yaxis = Object.assign({}, fig.layout.yaxis, { type: mine.log ? "log" : "linear" });
+    layout.uirevision = state.x;  // a new x axis: zoom out to it; otherwise keep the reader's zoom
+    return { data: data.concat(smoothed), layout: layout };
+  }
+
+  function draw(el, fig) {
+    el._figure = fig;
+    var out = compose(fig, el.dataset.metric);
+    Plotly.react(el, out.data, out.layout, { responsive: true, displaylogo: false });
+    syncTools(el.closest(".compare-box"), el.dataset.metric);
+  }
+
+  function redrawAll() {
+    document.querySelectorAll("#compare-charts .chart").forEach(function (el) {
+      if (el._figure) draw(el, el._figure);
+    });
+  }
+
+  function syncTools(box, metric) {
+    // A live refresh brings fresh controls: show the reader's choices on them.
+    if (!box) return;
+    var mine = chartState(metric);
+    var slider = box.querySelector("input.compare-smoothing");
+    var shown = box.querySelector("output");
+    var log = box.querySelector("input.compare-log");
+    if (slider) slider.value = String(mine.smoothing);
+    if (shown) shown.value = String(mine.smoothing);
+    if (log) log.checked = mine.log;
+  }
+
+  function onChartTool(ev) {
+    var input = ev.target, box = input.closest && input.closest(".compare-box");
+    if (!box) return;
+    var el = box.querySelector(".chart"), mine = chartState(el.dataset.metric);
+    if (input.classList.contains("compare-smoothing")) mine.smoothing = Number(input.value);
+    else if (input.classList.contains("compare-log")) mine.log = input.checked;
+    else return;
+    if (el._figure) draw(el, el._figure);
+  }
+
+  function onPageTool(ev) {
+    var input = ev.target;
+    if (input.id === "compare-x") state.x = input.value;
+    else if (input.classList.contains("compare-run-shown")) state.hidden[input.value] = !input.checked;
+    else return;
+    redrawAll();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var tools = document.getElementById("compare-tools");
+    if (tools) tools.addEventListener("change", onPageTool);
+    document.addEventListener("input", onChartTool);
+    document.addEventListener("change", onChartTool);
+  });
+
+  return { draw: draw };
+})();

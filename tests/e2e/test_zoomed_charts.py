@@ -1,0 +1,101 @@
+"""A zoomed chart draws the data that is stored: zoomed into a 100k-step run below the chart's
+point budget, the drawn line is the raw points (read from plotly's gd.data), and wider views are
+a min-max band around a mean line whose tooltip says so, never a line through the extremes."""
+
+from __future__ import annotations
+
+import math
+
+from playwright.sync_api import Page, expect
+from sqlalchemy.orm import Session
+
+from app.core.db import make_engine
+from app.metrics import pipeline
+from app.runs import service
+from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_charts_stay_put import drag_zoom
+from tests.stack import Stack
+
+STEPS = 100_000
+CHUNK = 10_000
+
+
+def reward(step: int) -> float:
+    """A sawtooth of period 7 on a slow drift: a 16-step summary of it is not a raw point."""
+    return (step % 7) * 0.1 + step * 1e-5
+
+
+def long_run(live: Stack) -> int:
+    """A finished 100k-step run, stored through the real ingest path (points and summaries)."""
+    engine = make_engine(live.database_url)
+    try:
+        with Session(engine) as db:
+            run, _ = service.create_run(db, spec=RunSpec(name="long-run", max_steps=STEPS))
+            db.commit()
+            run_id = run.id
+        for start in range(1, STEPS + 1, CHUNK):
+            rows = [(s, {"reward": reward(s)}) for s in range(start, start + CHUNK)]
+            with Session(engine) as db:
+                run = service.get_run_for_update(db, run_id)
+                pipeline.receive(db, run, rows, track_progress=False)
+                db.commit()
+        with Session(engine) as db:
+            run = service.get_run_for_update(db, run_id)
+            run.status = "succeeded"  # not live: no poll redraws the charts under the test
+            db.commit()
+    finally:
+        engine.dispose()
+    return run_id
+
+
+# The reward chart's lines and bands as drawn: (meta, x, y, hovertemplate) per trace.
+DRAWN = """() => document.getElementById('chart-reward').data.map(
+  (t) => ({ meta: t.meta ?? null, x: t.x, y: t.y, hover: t.hovertemplate ?? null }))"""
+RAW_LINE_IS = """([lo, hi]) => {
+  const t = document.getElementById('chart-reward').data.find((d) => d.meta == null);
+  return t && t.x.length > 0 && t.x[0] === lo && t.x[t.x.length - 1] === hi;
+}"""
+
+
+def mean_line(page: Page) -> dict:
+    return next(t for t in page.evaluate(DRAWN) if t["meta"] is None)
+
+
+def test_zoom_draws_the_stored_points_and_summaries_as_bands(page: Page, live: Stack) -> None:
+    run_id = long_run(live)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#chart-reward .main-svg").first).to_be_visible()
+
+    # the whole run: a band (two edges, the upper filled) under a mean line that says so
+    whole = page.evaluate(DRAWN)
+    assert [t["meta"] for t in whole if t["meta"] == "band"] == ["band", "band"]
+    line = mean_line(page)
+    assert "mean of %{customdata[2]} steps" in line["hover"] and "(raw)" not in line["hover"]
+    assert max(line["y"]) < 0.6 + STEPS * 1e-5  # means, not the sawtooth's extremes
+
+    # zoomed to ~1,500 steps (under the 2,000-point budget): the raw points, all of them
+    drag_zoom(page, "chart-reward", 0.400, 0.415)
+    page.wait_for_function("() => document.getElementById('chart-reward').layout.xaxis.autorange === false")
+    x0, x1 = page.evaluate("document.getElementById('chart-reward').layout.xaxis.range.slice()")
+    first, last = max(1, math.floor(x0)), math.ceil(x1)
+    assert 0 < last - first < 2_000
+    page.wait_for_function(RAW_LINE_IS, arg=[first, last])
+    drawn = page.evaluate(DRAWN)
+    assert not [t for t in drawn if t["meta"] == "band"]
+    line = mean_line(page)
+    assert line["x"] == list(range(first, last + 1))
+    assert line["y"] == [reward(s) for s in range(first, last + 1)]
+    assert line["hover"] == "%{y:.4~g} (raw)"
+    # the smoothed line is recomputed from the fetched points
+    smoothed = next(t for t in drawn if t["meta"] == "smoothed")
+    assert smoothed["x"] == line["x"]
+
+    # zoomed out to 10,000 steps: 16-step summaries, drawn as a band with a mean line
+    page.evaluate("Plotly.relayout('chart-reward', {'xaxis.range': [40000, 50000]})")
+    page.wait_for_function(RAW_LINE_IS, arg=[40007.5, 50007.5])  # bucket middles
+    line = mean_line(page)
+    assert "mean of %{customdata[2]} steps" in line["hover"]
+    first_bucket = range(40000, 40016)
+    assert math.isclose(line["y"][0], sum(reward(s) for s in first_bucket) / 16)
+    assert [t["meta"] for t in page.evaluate(DRAWN)].count("band") == 2
