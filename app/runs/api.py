@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Query, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import Discriminator, Tag
 
@@ -16,7 +17,7 @@ from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, listing, service
 from app.runs.capabilities import vllm_problem
-from app.runs.launch import launch
+from app.runs.launch import check_destinations, launch
 from app.runs.models import Run
 from app.runs.schemas import LaunchedOut, RunOut
 from grpodeck.contract.spec import RunSpec
@@ -51,15 +52,45 @@ def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
     """Launch a run on the workers, or register one a script trains itself (queues nothing:
     the reply's token is the run token the report endpoints take)."""
     if isinstance(body, ExternalRunIn):
-        run, token = service.create_external_run(db, name=body.name, spec=body.spec,
-                                                 created_by=identity.user_id)
-        db.commit()
-        url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
-        return ExternalRunOut(id=run.id, token=token, url=url)
+        return _register_external(body, request, db, identity.user_id)
     if (problem := missing_column_problem(body) or vllm_problem(body)) is not None:
         raise HTTPException(422, problem)
     run = launch(db, body, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
+
+
+def _external_tags(body: ExternalRunIn) -> list[str]:
+    """The body's tags plus ``group:NAME``, by the runs list's tag rules (else a 422)."""
+    names = [*body.tags, *([f"group:{body.group}"] if body.group else [])]
+    try:
+        for name in names:  # each tag is one word: "a b" is refused, not split into two
+            if not listing.TAG_RE.match(name.strip().lower()):
+                raise listing.ListError(f"tag {name[:50]!r}: use 1-40 letters, digits, '.', "
+                                        "'_', ':' or '-'")
+        return listing.parse_tags(",".join(names))
+    except listing.ListError as exc:
+        raise RequestValidationError([{"type": "value_error", "msg": str(exc),
+                                       "loc": ("body", "group" if body.group and not
+                                               body.tags else "tags"),
+                                       "input": names}]) from None
+
+
+def _register_external(body: ExternalRunIn, request: Request, db: SessionDep,
+                       user_id: int | None) -> ExternalRunOut:
+    """A run a script trains itself, with the tags, group and alert rules it asked for."""
+    tags = _external_tags(body)
+    spec = dict(body.spec)
+    if body.alerts is not None:
+        check_destinations(body.alerts.urls)
+        spec["alerts"] = body.alerts.model_dump(mode="json")
+    if body.group:
+        spec["group"] = body.group
+    run, token = service.create_external_run(db, name=body.name, spec=spec, created_by=user_id)
+    if tags:
+        listing.set_tags(db, run, tags)
+    db.commit()
+    url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
+    return ExternalRunOut(id=run.id, token=token, url=url)
 
 
 @router.get("", response_model=list[RunOut])

@@ -16,6 +16,17 @@ from grpodeck.contract.spec import RunSpec
 log = logging.getLogger(__name__)
 
 
+def check_destinations(urls: list[str]) -> None:
+    """Alert destinations must pass the outbound URL policy: else the same 422 as a field error
+    of the spec (``body.alerts.urls.N``), so nothing is stored. Shared by launched and external
+    runs."""
+    refused = egress.refusals(urls)
+    if refused:
+        raise RequestValidationError([
+            {"type": "value_error", "loc": ("body", "alerts", "urls", i), "msg": why,
+             "input": masked(urls[i])} for i, why in refused.items()])
+
+
 def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
            parent_id: int | None = None, smoke_full_steps: int | None = None,
            sweep_id: str | None = None) -> Run:
@@ -24,11 +35,7 @@ def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
     test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
     belongs to. Its alert destinations must pass the outbound URL policy (else a 422 naming
     ``alerts.urls``)."""
-    refused = egress.refusals(spec.alerts.urls)
-    if refused:  # the same 422 as a field error of the spec; nothing stored
-        raise RequestValidationError([
-            {"type": "value_error", "loc": ("body", "alerts", "urls", i), "msg": why,
-             "input": masked(spec.alerts.urls[i])} for i, why in refused.items()])
+    check_destinations(spec.alerts.urls)
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
     run.sweep_id = sweep_id

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from grpodeck.contract.alerts import AlertRules
 from grpodeck.contract.fields import CleanText, FiniteOrNull, Text
 from grpodeck.contract.limits import MAX_ROLLOUT_STEPS, MAX_ROWS, MAX_STEP, MAX_STORED_TEXT
 
@@ -145,6 +146,12 @@ class ExternalRunIn(BaseModel):
     # The training config as flat JSON (a GRPOConfig's to_dict): scalars and short lists.
     spec: Annotated[dict[Text(200), SpecValue], Field(max_length=1_000),
                     AfterValidator(_typed_spec)] = Field(default_factory=dict)
+    # What the launch form sets for a launched run: checked by the same rules (tags as the runs
+    # list's, alert destinations by the outbound URL policy), 422 naming the field otherwise.
+    tags: list[Text(40)] = Field(default_factory=list, max_length=16)
+    group: Text(33, min_length=1) | None = Field(
+        None, description="runs reported together (one experiment); stored as tag group:NAME")
+    alerts: AlertRules | None = None
 
 
 class ExternalRunOut(BaseModel):

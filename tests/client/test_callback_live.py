@@ -18,7 +18,7 @@ import pytest
 
 from app.core.config import ROOT
 from tests.integration.conftest import live_stack
-from tests.stack import Stack
+from tests.stack import Stack, free_port
 
 SCRIPT = Path(__file__).with_name("train_script.py")
 CLIENT_TIMEOUT_S = 5.0  # train_script.py's DeckCallback timeout
@@ -37,11 +37,13 @@ def model_dir() -> str:
     return str(ensure_builtin("builtin:tiny-random"))
 
 
-def start_script(deck: Stack, model: str, out: Path, name: str, steps: int,
+def start_script(deck: Stack | str, model: str, out: Path, name: str, steps: int,
                  *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    cmd = [sys.executable, str(SCRIPT), "--model", model, "--url", deck.url, "--name", name,
+    url = deck if isinstance(deck, str) else deck.url
+    cmd = [sys.executable, str(SCRIPT), "--model", model, "--url", url, "--name", name,
            "--out", str(out), "--steps", str(steps), *extra]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'clients' / 'python'}",
+           "HF_HUB_OFFLINE": "1", **(env or {})}
     # Output goes to a file, not a pipe: TRL prints every step's logs, and a pipe nobody reads
     # until the end fills up (64 KB) and blocks the training loop, which the outage test
     # would then blame on the callback.
@@ -94,6 +96,46 @@ def test_a_plain_trl_script_reports_its_run_live_with_rollouts_and_ends_succeede
     advantages = [c["advantage"] for c in group["completions"]]
     assert sum(advantages) == pytest.approx(0, abs=1e-4)  # GRPO: centred within the group
     assert "metrics only" not in out
+    assert json.loads((tmp_path / "out" / "deck.json").read_text()) == {"stopped_reason": None}
+
+
+def test_tags_group_and_alert_rules_reach_the_run(deck: Stack, model_dir: str,
+                                                   tmp_path: Path) -> None:
+    """DeckCallback's launch-form options: the tags and group filter the runs list, the alert
+    rules are the run's own (as a launched run's spec holds them)."""
+    hook = "webhook+https://hooks.example.com/deck"
+    out = finish(start_script(deck, model_dir, tmp_path / "out", "tagged-script", 2,
+                              "--tags", "baseline,trl", "--group", "ablation-1",
+                              "--alert-url", hook))
+    run = deck.run(run_id_of(out))
+    assert run["status"] == "succeeded"
+    masked = "webhook+https://hooks.example.com/***"  # the API never echoes a destination
+    assert run["spec"]["alerts"] == {"urls": [masked], "min_severity": "critical", "ignore": []}
+    for tag in ("baseline", "trl", "group:ablation-1"):
+        found = httpx.get(f"{deck.url}/api/runs", params={"tag": tag}, timeout=10).json()
+        assert [r["id"] for r in found] == [run["id"]], tag
+
+
+def test_a_refused_alert_destination_fails_the_script_before_training(
+        deck: Stack, model_dir: str, tmp_path: Path) -> None:
+    proc = start_script(deck, model_dir, tmp_path / "out", "bad-alert-script", 2,
+                        "--alert-url", "webhook+http://169.254.169.254/latest")
+    proc.wait(timeout=300)
+    output = proc.log_path.read_text()  # type: ignore[attr-defined]
+    assert proc.returncode != 0
+    assert "DeckRefused" in output and "body.alerts.urls.0" in output, output[-3000:]
+    assert find_run(deck, "bad-alert-script") is None
+    assert not (tmp_path / "out" / "logged.json").exists()  # no step was trained
+
+
+def test_strict_fails_fast_on_an_unreachable_deck(model_dir: str, tmp_path: Path) -> None:
+    """``strict=True``: train() raises at train begin instead of training unreported."""
+    proc = start_script(f"http://127.0.0.1:{free_port()}", model_dir, tmp_path / "out", "strict-nowhere", 200, "--strict")
+    proc.wait(timeout=300)
+    output = proc.log_path.read_text()  # type: ignore[attr-defined]
+    assert proc.returncode != 0 and "DeckUnavailable" in output, output[-3000:]
+    assert "cannot be reached" in output
+    assert not (tmp_path / "out" / "logged.json").exists()
 
 
 def test_a_cancel_from_the_deck_stops_the_script(deck: Stack, model_dir: str,
@@ -111,6 +153,8 @@ def test_a_cancel_from_the_deck_stops_the_script(deck: Stack, model_dir: str,
         proc.kill()
     ended = deck.run(run["id"])
     assert ended["status"] == "cancelled" and ended["step"] < 100
+    stopped = json.loads((tmp_path / "out" / "deck.json").read_text())["stopped_reason"]
+    assert stopped == "cancelled"
     logged = json.loads((tmp_path / "out" / "logged.json").read_text())
     assert logged[-1]["step"] < 100
 
@@ -192,4 +236,7 @@ def test_the_guard_rail_stops_an_external_run_with_its_reason(deck: Stack, model
     run = deck.run(run_id_of(out))
     assert run["status"] == "cancelled" and run["spec"]["stop_on_critical"] is True, run
     assert run["stop_reason"].startswith("stopped by diagnostics: "), run
+    finding = run["stop_reason"].removeprefix("stopped by diagnostics: ")
+    stopped = json.loads((tmp_path / "out" / "deck.json").read_text())["stopped_reason"]
+    assert stopped == f"guard_rail: {finding}"
     assert json.loads((tmp_path / "out" / "logged.json").read_text())[-1]["step"] < 100

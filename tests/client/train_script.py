@@ -52,6 +52,11 @@ def main() -> None:
     parser.add_argument("--no-attach", action="store_true")
     parser.add_argument("--guard-rail", action="store_true",
                         help="a constant reward and stop_on_critical: the Deck's rail stops it")
+    parser.add_argument("--tags", default="", help="comma-separated DeckCallback tags")
+    parser.add_argument("--group")
+    parser.add_argument("--alert-url", help="one alert destination (DeckCallback alerts=)")
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--api-key")
     a = parser.parse_args()
     prompts = [f"Tell me about {s}." for s in ("cats", "rain", "maps", "tea", "salt", "bees")]
     report_to = "trackio" if a.trackio else "none"
@@ -59,8 +64,10 @@ def main() -> None:
                         num_generations=4, max_completion_length=16, logging_steps=1,
                         learning_rate=1e-4, save_strategy="no", report_to=report_to,
                         disable_tqdm=True, use_cpu=True, seed=0)
+    alerts = {"urls": [a.alert_url], "min_severity": "critical"} if a.alert_url else None
     deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail,
-                        timeout=CLIENT_TIMEOUT_S)
+                        timeout=CLIENT_TIMEOUT_S, tags=[t for t in a.tags.split(",") if t],
+                        group=a.group, alerts=alerts, strict=a.strict, api_key=a.api_key)
     callbacks = [deck] + ([StepTimes(Path(a.times))] if a.times else [])
     reward = constant_reward if a.guard_rail else length_reward
     trainer = GRPOTrainer(model=a.model, reward_funcs=reward, args=config,
@@ -71,6 +78,7 @@ def main() -> None:
     trainer.train()
     logged = [r for r in trainer.state.log_history if "loss" in r]
     Path(a.out, "logged.json").write_text(json.dumps(logged))
+    Path(a.out, "deck.json").write_text(json.dumps({"stopped_reason": deck.stopped_reason}))
 
 
 if __name__ == "__main__":

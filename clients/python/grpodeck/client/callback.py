@@ -11,67 +11,32 @@ harmless. Reporting never breaks training: a failure is a warning, once.
 from __future__ import annotations
 
 import logging
-import math
 import os
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from grpodeck.client import rollouts
-from grpodeck.client.sender import Sender, Target
-from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
+from grpodeck.client.run import (  # noqa: F401  (encode_value, rows_from_logs: re-exported)
+    URL_ENVS,
+    DeckUnavailable,
+    Run,
+    config_value,
+    encode_value,
+    init,
+    rows_from_logs,
+)
+from grpodeck.client.sender import Sender
+from grpodeck.contract.alerts import AlertRules
 
 log = logging.getLogger("grpodeck.client")
-
-URL_ENV, KEY_ENV = "GRPO_DECK_URL", "GRPODECK_API_KEY"
-
-
-def encode_value(value: Any) -> float | str | None:
-    """A JSON-safe metric value (non-finite as "nan"/"inf"/"-inf"), or None for a non-number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:  # numpy / torch scalars
-            value = float(value.item())  # type: ignore[union-attr]
-        except (AttributeError, TypeError, ValueError):
-            return None
-    value = float(value)
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
-
-
-def rows_from_logs(step: int, logs: dict[str, Any]) -> list[dict[str, Any]]:
-    """One ``on_log`` dict as a train row and an eval row (each only if non-empty)."""
-    train: dict[str, Any] = {}
-    evals: dict[str, Any] = {}
-    for name, raw in logs.items():
-        value = encode_value(raw)
-        if value is not None:
-            (evals if name.startswith("eval_") else train)[name] = value
-    return [{"step": step, "metrics": m} for m in (train, evals) if m]
-
-
-def _spec_value(value: Any) -> Any:
-    """A config value as the contract's flat JSON spec holds it (None: leave it out)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value if not isinstance(value, str) or len(value) <= 4_000 else None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str))
-                                                 or v is None for v in value):
-        return [v if not isinstance(v, str) else v[:1_000] for v in value][:1_000]
-    return str(value)[:4_000] if isinstance(value, os.PathLike) else None
 
 
 def spec_of(args: TrainingArguments, state: TrainerState, model: Any,
             extra: dict[str, Any]) -> dict[str, Any]:
     """The run's spec: the trainer's arguments (a GRPOConfig), its model name and step budget."""
-    spec = {k: v for k, v in ((k, _spec_value(v)) for k, v in args.to_dict().items())
+    spec = {k: v for k, v in ((k, config_value(v)) for k, v in args.to_dict().items())
             if v is not None and "token" not in k}  # hub_token and friends stay on the node
     name = getattr(getattr(model, "config", None), "_name_or_path", None)
     if name:
@@ -119,32 +84,44 @@ class SenderCallback(TrainerCallback):
 
 
 class DeckCallback(SenderCallback):
-    """Report this run to GRPO Deck at ``url`` (or ``$GRPO_DECK_URL``) as ``name``.
+    """Report this run to GRPO Deck at ``url`` (or ``$GRPODECK_URL``) as ``name``: a
+    ``grpodeck.client.Run`` opened at train begin and finished at train end.
 
     ``api_key`` (or ``$GRPODECK_API_KEY``): a key from the dashboard's account page; not needed
     when the Deck runs in development mode on this machine. ``attach(trainer)`` adds rollout
     capture on a stock ``trl.GRPOTrainer``. ``stop_on_critical`` lets the Deck's guard rail stop
-    the run on a critical finding.
+    the run on a critical finding. ``tags``, ``group`` and ``alerts`` are the launch form's
+    (checked by the server: a refusal raises ``DeckRefused`` at train begin). ``strict``: raise
+    ``DeckUnavailable`` at train begin when the Deck cannot be reached or refuses the key,
+    instead of training unreported. After ``train()``, ``stopped_reason`` says whether the Deck
+    stopped the run ("cancelled", "guard_rail: ...") or None.
     """
 
     def __init__(self, url: str | None = None, name: str | None = None, api_key: str | None = None,
                  *, spool_dir: str | Path | None = None, flush_seconds: float = 2.0,
                  rollout_every: int = 1, rollout_groups: int = 4, stop_on_critical: bool = False,
-                 finish_deadline: float = 120.0, timeout: float = 5.0) -> None:
-        self.url = (url or os.environ.get(URL_ENV) or "").rstrip("/")
-        self.name = name
-        self.api_key = api_key or os.environ.get(KEY_ENV)
+                 finish_deadline: float = 120.0, timeout: float = 5.0,
+                 tags: list[str] | None = None, group: str | None = None,
+                 alerts: AlertRules | dict[str, Any] | None = None,
+                 strict: bool = False) -> None:
+        self.url, self.name, self.api_key = url, name, api_key
         self.spool_dir = Path(spool_dir) if spool_dir else None
         self.flush_seconds = flush_seconds
         self.rollout_every, self.rollout_groups = max(1, rollout_every), rollout_groups
-        self.extra_spec: dict[str, Any] = {"stop_on_critical": stop_on_critical}
+        self.stop_on_critical = stop_on_critical
+        self.tags, self.group, self.alerts, self.strict = tags, group, alerts, strict
         self.finish_deadline = finish_deadline
         self.timeout = timeout
-        self.run: ExternalRunOut | None = None
+        self.run: Run | None = None
         self.sender: Sender | None = None
         self._trainer: Any = None
         self._train_logs = 0
         self._warned: set[str] = set()
+
+    @property
+    def stopped_reason(self) -> str | None:
+        """"cancelled", "guard_rail: <finding>", or None (not stopped by the Deck)."""
+        return self.run.stopped_reason if self.run is not None else None
 
     # -- setup -----------------------------------------------------------------------------
     def attach(self, trainer: Any) -> DeckCallback:
@@ -159,40 +136,27 @@ class DeckCallback(SenderCallback):
             self._warned.add(key)
             log.warning(message, *args)
 
-    def register(self, spec: dict[str, Any]) -> ExternalRunOut:
-        """``POST /api/runs`` (source external): the run id, its token and its page."""
-        body = ExternalRunIn(source="external", name=self.name or "external run", spec=spec)
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        response = httpx.post(f"{self.url}/api/runs", json=body.model_dump(mode="json"),
-                              headers=headers, timeout=max(self.timeout, 10.0))
-        if response.status_code != 201:
-            raise RuntimeError(f"GRPO Deck refused the run ({response.status_code}): "
-                               f"{response.text[:500]}")
-        return ExternalRunOut.model_validate(response.json())
-
     # -- Trainer callbacks -----------------------------------------------------------------
     def on_train_begin(self, args: TrainingArguments, state: TrainerState,
                        control: TrainerControl, model: Any = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero or self.sender is not None:
             return
-        if not self.url:
-            self._warn_once("url", "grpodeck: no url (pass url= or set %s); not reporting", URL_ENV)
+        spec = spec_of(args, state, model, {})
+        if not self.url and not any(os.environ.get(k) for k in URL_ENVS):
+            if self.strict:
+                raise DeckUnavailable(f"no GRPO Deck url: pass url= or set {URL_ENVS[0]}")
+            self._warn_once("url", "grpodeck: no url (pass url= or set %s); not reporting",
+                            URL_ENVS[0])
             return
-        self.name = self.name or Path(args.output_dir or "run").name
-        try:
-            self.run = self.register(spec_of(args, state, model, self.extra_spec))
-        except (httpx.HTTPError, RuntimeError, ValueError) as exc:
-            self._warn_once("register", "grpodeck: could not register the run at %s (%s); "
-                            "training goes on without reporting", self.url, exc)
-            return
-        spool_dir = self.spool_dir or Path(args.output_dir or ".") / "grpodeck-spool"
-        spool_path = spool_dir / f"run-{self.run.id}-{uuid.uuid4().hex[:8]}.metrics.jsonl"
-        self.sender = Sender(Target(self.url, self.run.id, self.run.token), spool_path,
-                             flush_seconds=self.flush_seconds, timeout=self.timeout)
-        self.sender.start()
-        print(f"GRPO Deck: run {self.run.id} is live at {self.run.url}", file=sys.stderr,
-              flush=True)
-        if self._trainer is None and self.rollout_groups > 0:
+        self.run = init(self.url, self.name or Path(args.output_dir or "run").name,
+                        config=spec, tags=self.tags, group=self.group, alerts=self.alerts,
+                        api_key=self.api_key, strict=self.strict,
+                        stop_on_critical=self.stop_on_critical,
+                        spool_dir=self.spool_dir or Path(args.output_dir or ".") /
+                        "grpodeck-spool", flush_seconds=self.flush_seconds,
+                        timeout=self.timeout, finish_deadline=self.finish_deadline)
+        self.sender = self.run.sender
+        if self.sender is not None and self._trainer is None and self.rollout_groups > 0:
             self._warn_once("rollouts", "grpodeck: metrics only; call DeckCallback.attach(trainer)"
                             " to also send rollouts")
 
@@ -210,17 +174,12 @@ class DeckCallback(SenderCallback):
             self._warn_once("rollouts", "grpodeck: cannot read rollouts from this TRL version "
                             "(%s); metrics only", exc)
             return
-        if groups and self.sender is not None:
-            self.sender.put_rollouts(step, groups)
+        if groups and self.run is not None:
+            self.run.log_rollouts(step, groups)
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                      **kwargs: Any) -> None:
         """Deliver what is spooled (waiting up to ``finish_deadline``), then end the run."""
-        sender = self._close_sender(self.finish_deadline)
-        if sender is None:
-            return
-        if not sender.state.run_over:
-            status = sender.finish(0)
-            print(f"GRPO Deck: run {sender.target.run_id} ended {status or 'unreported'}",
-                  file=sys.stderr, flush=True)
-        sender.shutdown()
+        self.sender = None
+        if self.run is not None:
+            self.run.finish()

@@ -1,0 +1,260 @@
+"""A tracker for any training loop: ``run = grpodeck.client.init(url=..., name=...)``,
+``run.log({...}, step=N)``, ``run.finish()``. PyTorch loops, verl, OpenRLHF or a notebook report
+the way a TRL script does with ``DeckCallback``, which is itself a thin user of ``Run``.
+
+The training thread only enqueues: rows go through the same ``Sender`` (background thread, disk
+spool, exactly-once delivery) as every other reporter. Registering (``POST /api/runs``, source
+external) and finishing wait on the network; nothing in between does.
+
+Reporting never breaks training unless asked: a Deck that cannot be reached, or refuses the key,
+is a warning and the run goes on unreported; ``strict=True`` raises ``DeckUnavailable`` instead
+(at ``init``, before any step is spent). Options the server refuses (a bad tag, an alert
+destination the outbound policy forbids: 422) always raise ``DeckRefused``, naming the field.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from grpodeck.client.sender import Sender, Target
+from grpodeck.contract.alerts import AlertRules
+from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
+
+log = logging.getLogger("grpodeck.client")
+
+URL_ENVS = ("GRPODECK_URL", "GRPO_DECK_URL")  # the second: the name DeckCallback first read
+KEY_ENV = "GRPODECK_API_KEY"
+GUARD_RAIL_PREFIX = "stopped by diagnostics: "  # the server's stop reason for its guard rail
+
+
+class DeckUnavailable(RuntimeError):
+    """``strict=True`` and the Deck could not be reached or refused the credentials."""
+
+
+class DeckRefused(ValueError):
+    """The Deck refused the run's options (422): the message names the field and why."""
+
+
+def env_url(url: str | None) -> str:
+    """``url``, else ``$GRPODECK_URL`` (or the older ``$GRPO_DECK_URL``), without a final /."""
+    found = url or next((os.environ[k] for k in URL_ENVS if os.environ.get(k)), "")
+    return found.rstrip("/")
+
+
+def encode_value(value: Any) -> float | str | None:
+    """A JSON-safe metric value (non-finite as "nan"/"inf"/"-inf"), or None for a non-number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:  # numpy / torch scalars
+            value = float(value.item())  # type: ignore[union-attr]
+        except (AttributeError, TypeError, ValueError):
+            return None
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def rows_from_logs(step: int, logs: dict[str, Any]) -> list[dict[str, Any]]:
+    """One log dict as a train row and an eval row (each only if non-empty)."""
+    train: dict[str, Any] = {}
+    evals: dict[str, Any] = {}
+    for name, raw in logs.items():
+        value = encode_value(raw)
+        if value is not None:
+            (evals if name.startswith("eval_") else train)[name] = value
+    return [{"step": step, "metrics": m} for m in (train, evals) if m]
+
+
+def config_value(value: Any) -> Any:
+    """A config value as the contract's flat JSON spec holds it (None: leave it out)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value if not isinstance(value, str) or len(value) <= 4_000 else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str))
+                                                 or v is None for v in value):
+        return [v if not isinstance(v, str) else v[:1_000] for v in value][:1_000]
+    return str(value)[:4_000] if isinstance(value, os.PathLike) else None
+
+
+def flat_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """What of ``config`` the spec can hold: nested dicts flattened as ``a.b``, secrets left out
+    (names holding "token", "key" or "password" stay on the node)."""
+    out: dict[str, Any] = {}
+    for key, raw in (config or {}).items():
+        if isinstance(raw, dict):
+            out.update({f"{key}.{k}": v for k, v in flat_config(raw).items()})
+            continue
+        value = config_value(raw)
+        if value is not None and not any(s in str(key).lower()
+                                         for s in ("token", "api_key", "password")):
+            out[str(key)[:200]] = value
+    return out
+
+
+def stopped_reason(stop: bool, reason: str | None, run_over: bool) -> str | None:
+    """Why the Deck stopped this run: "cancelled", "guard_rail: <finding>", or None."""
+    if reason and reason.startswith(GUARD_RAIL_PREFIX):
+        return "guard_rail: " + reason[len(GUARD_RAIL_PREFIX):]
+    if stop or run_over:
+        return "cancelled" if not reason or "cancel" in reason else reason
+    return None
+
+
+class Run:
+    """One run reporting to GRPO Deck (see ``init``). When registering failed (and not
+    ``strict``) every method is a no-op, so a loop never needs to check."""
+
+    def __init__(self, url: str, name: str, info: ExternalRunOut | None,
+                 sender: Sender | None, finish_deadline: float) -> None:
+        self.url, self.name, self.info, self.sender = url, name, info, sender
+        self.finish_deadline = finish_deadline
+        self.status: str | None = None  # the final status, once finished
+        self._step = -1
+        self._stopped: str | None = None
+
+    @property
+    def id(self) -> int | None:
+        return self.info.id if self.info else None
+
+    @property
+    def should_stop(self) -> bool:
+        """True once the Deck asked this run to stop (a cancel, the guard rail) or ended it."""
+        return self.sender is not None and self.sender.state.stop
+
+    @property
+    def stopped_reason(self) -> str | None:
+        """"cancelled", "guard_rail: <finding>", or None while nobody stopped the run."""
+        if self.sender is None:
+            return self._stopped
+        state = self.sender.state
+        return stopped_reason(state.stop, state.stop_reason, state.run_over)
+
+    def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """Queue one step's metrics (never waits on the network). ``step`` defaults to one past
+        the last; names starting ``eval_`` go to the eval row; non-numbers are left out."""
+        self._step = self._step + 1 if step is None else int(step)
+        if self.sender is not None:
+            self.sender.put_rows(rows_from_logs(self._step, metrics))
+
+    def log_rollouts(self, step: int, groups: list[dict[str, Any]]) -> None:
+        """Queue sampled groups for ``step`` (the shape of ``grpodeck.contract.wire.Group``:
+        ``{"index", "prompt", "completions": [{"text", "rewards", "advantage"}...]}``)."""
+        if self.sender is not None:
+            self.sender.put_rollouts(step, groups)
+
+    def finish(self, status: str = "succeeded", error: str | None = None) -> str | None:
+        """Deliver what is queued and spooled (up to ``finish_deadline`` s), then end the run:
+        ``status`` "succeeded" or "failed" (with ``error``). The Deck's final status (a run it
+        stopped ends "cancelled"), or None when it never heard."""
+        sender, self.sender = self.sender, None
+        if sender is None:
+            return self.status
+        if not sender.close(self.finish_deadline):
+            log.warning("grpodeck: %d rows were not delivered; they are in %s",
+                        sender.pending(), sender.spool_path)
+        state = sender.state
+        self._stopped = stopped_reason(state.stop, state.stop_reason, state.run_over)
+        if not state.run_over:
+            failed = status != "succeeded"
+            self.status = sender.finish(1 if failed else 0, (error or status)[:4_000]
+                                        if failed else None)
+            print(f"GRPO Deck: run {sender.target.run_id} ended {self.status or 'unreported'}",
+                  file=sys.stderr, flush=True)
+        sender.shutdown()
+        return self.status
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """An exception ends the run failed, with its message; the exception goes on."""
+        if exc is None:
+            self.finish()
+        else:
+            self.finish("failed", f"{kind.__name__ if kind else 'Error'}: {exc}")
+
+
+def register(url: str, body: ExternalRunIn, api_key: str | None,
+             timeout: float) -> ExternalRunOut:
+    """``POST /api/runs``; ``DeckRefused`` on a 422, ``DeckUnavailable`` when the Deck cannot
+    be reached or refuses (401, 403, 5xx)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.post(f"{url}/api/runs", json=body.model_dump(mode="json",
+                                                                       exclude_none=True),
+                              headers=headers, timeout=max(timeout, 10.0))
+    except httpx.HTTPError as exc:
+        raise DeckUnavailable(f"GRPO Deck at {url} cannot be reached: {exc}") from exc
+    if response.status_code == 422:
+        raise DeckRefused(f"GRPO Deck refused the run's options: {_detail(response)}")
+    if response.status_code in (401, 403):
+        raise DeckUnavailable(f"GRPO Deck at {url} refused the credentials "
+                              f"({response.status_code}): pass api_key= or set {KEY_ENV}")
+    if response.status_code != 201:
+        raise DeckUnavailable(f"GRPO Deck refused the run ({response.status_code}): "
+                              f"{response.text[:500]}")
+    return ExternalRunOut.model_validate(response.json())
+
+
+def _detail(response: httpx.Response) -> str:
+    """A 422's field errors as "body.alerts.urls.0: why; ..."."""
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        return response.text[:500]
+    if isinstance(detail, list):
+        return "; ".join(f"{'.'.join(str(p) for p in d.get('loc', []))}: {d.get('msg')}"
+                         for d in detail if isinstance(d, dict))[:2_000]
+    return str(detail)[:2_000]
+
+
+def init(url: str | None = None, name: str | None = None, *,
+         config: dict[str, Any] | None = None, tags: list[str] | None = None,
+         group: str | None = None, alerts: AlertRules | dict[str, Any] | None = None,
+         api_key: str | None = None, strict: bool = False, stop_on_critical: bool = False,
+         spool_dir: str | Path | None = None, flush_seconds: float = 2.0,
+         timeout: float = 5.0, finish_deadline: float = 120.0) -> Run:
+    """Register a run at ``url`` (or ``$GRPODECK_URL``) and start reporting it.
+
+    ``config``: the hyperparameters shown on the run page (flat or nested dict of scalars);
+    ``tags``/``group``: as on the runs list (the group is the tag ``group:NAME``); ``alerts``:
+    the launch form's rules (``{"urls": [...], "min_severity": "warning", "ignore": [...]}``);
+    ``api_key`` (or ``$GRPODECK_API_KEY``); ``stop_on_critical``: the guard rail may stop it;
+    ``spool_dir``: where undelivered rows wait (default ``./grpodeck-spool``)."""
+    url, name = env_url(url), name or "external run"
+    try:
+        rules = AlertRules.model_validate(alerts) if isinstance(alerts, dict) else alerts
+        body = ExternalRunIn(source="external", name=name, tags=list(tags or []), group=group,
+                             alerts=rules, spec={**flat_config(config),
+                                                 "stop_on_critical": stop_on_critical})
+    except ValueError as exc:  # pydantic's ValidationError: the same rules the server applies
+        raise DeckRefused(f"GRPO Deck would refuse the run's options: {exc}") from exc
+    try:
+        if not url:
+            raise DeckUnavailable(f"no GRPO Deck url: pass url= or set {URL_ENVS[0]}")
+        info = register(url, body, api_key or os.environ.get(KEY_ENV), timeout)
+    except DeckUnavailable as exc:
+        if strict:
+            raise
+        log.warning("grpodeck: %s; training goes on without reporting", exc)
+        return Run(url, name, None, None, finish_deadline)
+    spool_path = (Path(spool_dir) if spool_dir else Path("grpodeck-spool")) / \
+        f"run-{info.id}-{uuid.uuid4().hex[:8]}.metrics.jsonl"
+    sender = Sender(Target(url, info.id, info.token), spool_path, flush_seconds=flush_seconds,
+                    timeout=timeout)
+    sender.start()
+    print(f"GRPO Deck: run {info.id} is live at {info.url}", file=sys.stderr, flush=True)
+    return Run(url, name, info, sender, finish_deadline)
