@@ -57,3 +57,17 @@
     draw(ev.detail.elt.parentNode || document);
   });
 })();
+
+// Keyboard users: plotly's toolbar buttons are links a mouse or a tap uses on hover; in the tab
+// order they would be ~8 stops per chart between the reader and the rest of the page. Every
+// toolbar plotly draws (on any page, whenever) is taken out of the tab order.
+(function () {
+  function untab(node) {
+    if (node.nodeType !== 1) return;
+    if (node.matches(".modebar-btn")) node.setAttribute("tabindex", "-1");
+    node.querySelectorAll(".modebar-btn").forEach(function (b) { b.setAttribute("tabindex", "-1"); });
+  }
+  new MutationObserver(function (records) {
+    records.forEach(function (r) { r.addedNodes.forEach(untab); });
+  }).observe(document.body, { childList: true, subtree: true });
+})();
