@@ -8,29 +8,13 @@ from urllib.parse import urlencode
 
 import httpx
 from playwright.sync_api import Locator, Page, expect
-from sqlalchemy.orm import Session
 
-from app.core.db import make_engine
-from app.runs import service
-from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
 METRIC = '<a href="https://example.com/x">x</a>'
 COMPONENT = f"rewards/{METRIC}/mean"  # drawn on the run page's "Reward components" chart
 RUN_NAME = '<a href="https://example.com/run">run</a>'
-
-
-def claimed_run(live: Stack, name: str) -> tuple[int, dict[str, str]]:
-    engine = make_engine(live.database_url)
-    with Session(engine) as db:
-        run, ticket = service.create_run(db, spec=RunSpec(name=name, model="builtin:tiny-random"))
-        db.commit()
-        run_id = run.id
-    engine.dispose()
-    reply = httpx.post(f"{live.url}/api/runs/{run_id}/claim", json={},
-                       headers={"Authorization": f"Bearer {ticket}"})
-    assert reply.status_code == 200, reply.text
-    return run_id, {"Authorization": f"Bearer {reply.json()['token']}"}
 
 
 def report(live: Stack, run_id: int, headers: dict[str, str], steps: range) -> None:
@@ -50,7 +34,7 @@ def assert_inert(chart: Locator) -> None:
 def test_markup_in_metric_and_run_names_is_text_on_compare(page: Page, live: Stack) -> None:
     ids = []
     for i in range(2):
-        run_id, headers = claimed_run(live, f"{RUN_NAME} {i}")
+        run_id, headers = reporting_run(live, f"{RUN_NAME} {i}")
         report(live, run_id, headers, range(1, 6))
         ids.append(run_id)
     errors: list[str] = []
@@ -67,7 +51,7 @@ def test_markup_in_metric_and_run_names_is_text_on_compare(page: Page, live: Sta
 
 def test_markup_in_a_metric_name_is_text_on_the_run_page_and_live(page: Page,
                                                                    live: Stack) -> None:
-    run_id, headers = claimed_run(live, "markup-metric")
+    run_id, headers = reporting_run(live, "markup-metric")
     report(live, run_id, headers, range(1, 6))
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -15,11 +15,13 @@ from tests.app.test_rollouts import step_payload
 from tests.stack import Stack
 
 
-def reporting_run(live: Stack) -> tuple[int, dict[str, str]]:
+def reporting_run(live: Stack, name: str = "xss-run",
+                  **spec: object) -> tuple[int, dict[str, str]]:
     """A run as a worker would see it: created in the stack's database, claimed with its ticket."""
     engine = make_engine(live.database_url)
     with Session(engine) as db:
-        run, ticket = service.create_run(db, spec=RunSpec(name="xss-run", model="builtin:tiny-random"))
+        run, ticket = service.create_run(db, spec=RunSpec(name=name, model="builtin:tiny-random",
+                                                          **spec))
         db.commit()
         run_id = run.id
     engine.dispose()

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.core.db import make_engine
 from app.runs import imports, service
 from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
 PHONE = {"width": 390, "height": 844}
@@ -32,21 +33,6 @@ def phone(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport=PHONE)
     yield context.new_page()
     context.close()
-
-
-def reporting_run(live: Stack, name: str, **spec: object) -> tuple[int, dict[str, str]]:
-    """A run as a worker sees it: created in the stack's database, claimed with its ticket."""
-    engine = make_engine(live.database_url)
-    with Session(engine) as db:
-        run, ticket = service.create_run(db, spec=RunSpec(name=name, model="builtin:tiny-random",
-                                                          **spec))
-        db.commit()
-        run_id = run.id
-    engine.dispose()
-    reply = httpx.post(f"{live.url}/api/runs/{run_id}/claim", json={},
-                       headers={"Authorization": f"Bearer {ticket}"})
-    assert reply.status_code == 200, reply.text
-    return run_id, {"Authorization": f"Bearer {reply.json()['token']}"}
 
 
 def send_rows(live: Stack, run_id: int, headers: dict[str, str], top: float) -> None:
