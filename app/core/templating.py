@@ -92,6 +92,8 @@ def _process_alerts(request: Request) -> dict[str, Any]:
     identity = identity_of(request)
     if not (identity.logged_in or identity.dev_mode):
         return {"process_alerts": []}
+    if request.headers.get("hx-request") == "true":  # a polled panel has no banner: no query
+        return {"process_alerts": []}
     from app.core.db import get_sessionmaker
     from app.processes.service import banner_messages
 
