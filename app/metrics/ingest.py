@@ -76,7 +76,7 @@ def upsert_points(db: Session, points: list[Point]) -> None:
         columns = [list(c) for c in zip(*points, strict=True)]
         connection.exec_driver_sql(_PG_UPSERT, tuple(columns))
     else:
-        _pg_copy(connection, points)
+        _pg_copy(db, connection, points)
     runs = {p[RUN] for p in points}
     for run_id in runs:
         mine = points if len(runs) == 1 else [p for p in points if p[RUN] == run_id]
@@ -87,19 +87,32 @@ def upsert_points(db: Session, points: list[Point]) -> None:
             rollups.note_stale(run, min(steps), max(steps))
 
 
-def _pg_copy(connection: Connection, rows: list[Point]) -> None:
-    """COPY into a per-session temporary table, then one set-based upsert from it."""
+def _pg_copy(db: Session, connection: Connection, rows: list[Point]) -> None:
+    """COPY straight into the table under a savepoint; when a point is already stored (a re-sent
+    batch: rare) roll that back and COPY into a per-session temporary table instead, then one
+    set-based upsert from it. The direct COPY skips a second write of every point."""
+    import psycopg
+
+    try:
+        with db.begin_nested():  # the SAVEPOINT is sent when the session hands out its connection
+            _copy_rows(db.connection(), "metric_points", rows)
+        return
+    except psycopg.errors.UniqueViolation:
+        pass
     connection.exec_driver_sql(_PG_STAGE)
+    _copy_rows(connection, "metric_points_in", rows)
+    connection.exec_driver_sql(_PG_FROM_STAGE)
+    connection.exec_driver_sql("DELETE FROM metric_points_in")
+
+
+def _copy_rows(connection: Connection, table: str, rows: list[Point]) -> None:
     cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        with cursor.copy("COPY metric_points_in (run_id, name, step, value, raw) "
-                         "FROM STDIN") as copy:
+        with cursor.copy(f"COPY {table} (run_id, name, step, value, raw) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
     finally:
         cursor.close()
-    connection.exec_driver_sql(_PG_FROM_STAGE)
-    connection.exec_driver_sql("DELETE FROM metric_points_in")
 
 
 def _update_progress(run: Run, max_step: int, now: datetime) -> None:
