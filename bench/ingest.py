@@ -293,6 +293,12 @@ def report(args: argparse.Namespace, results: dict[str, list[float]],
         cpu = f"{statistics.median(cpu_us[name]):>14.1f}" if name in cpu_us else f"{'':>14}"
         print(f"{name:<28}{value:>12,.0f}{cpu}"
               + "".join(f"{value / med[a]:>11.2f}" for a in anchors))
+    for backend in ("sqlite", "postgresql"):
+        sender, single = med.get(f"deck {backend} via Sender"), med.get(f"deck {backend} batch 1")
+        if sender and "trackio" in med:
+            print(f"{backend}: via Sender {sender / med['trackio']:.2f}x trackio", end="")
+            print(f"; one step per request {single / med['mlflow']:.2f}x MLflow"
+                  if single and "mlflow" in med else "")
     for backend, (before, after) in sizes.items():
         print(f"\n{backend} table sizes (bytes, indexes and TOAST included), before -> after:")
         for table in sorted(after, key=lambda t: -after[t]):

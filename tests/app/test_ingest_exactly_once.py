@@ -96,3 +96,19 @@ def test_a_first_batch_is_diagnosed_like_a_state_rebuilt_from_the_points(
     found = _findings(client, first)
     assert len(found) > 1, found  # the signal is there to be found
     assert found == _findings(client, rebuilt)
+
+
+def test_deleting_a_finished_run_deletes_its_points(client: TestClient) -> None:
+    """PostgreSQL's points have no foreign key to cascade (migration ingest_0001)."""
+    doomed, headers = running_run(client)
+    kept, kept_headers = running_run(client)
+    for run_id, h in ((doomed, headers), (kept, kept_headers)):
+        _post(client, run_id, h, _rows(0, list(range(1, STEPS + 1))))
+        assert client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0},
+                           headers=h).status_code == 200
+    assert client.delete(f"/api/runs/{doomed}").status_code == 204
+    with get_sessionmaker()() as db:
+        left = dict(db.execute(select(MetricPoint.run_id, func.count())
+                               .where(MetricPoint.run_id.in_([doomed, kept]))
+                               .group_by(MetricPoint.run_id)).all())
+    assert left == {kept: STEPS * 25}
