@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from fastapi.responses import FileResponse
+from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
 from app.artifacts import service, storage
@@ -35,10 +36,16 @@ def _registered(db: SessionDep, run_id: int, kind: str, name: str, step: int | N
     if run is None:  # deleted while the body streamed in
         storage.remove(received.relpath)
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    row, stale = service.register(db, run_id=run_id, kind=kind, name=name, step=step,
-                                  received=received)
-    seen(run, every_s=0)  # a long upload is the worker's sign of life too
-    db.commit()
+    try:
+        row, stale = service.register(db, run_id=run_id, kind=kind, name=name, step=step,
+                                      received=received)
+        seen(run, every_s=0)  # a long upload is the worker's sign of life too
+        db.commit()
+    except IntegrityError:  # the same name uploaded twice at once: the other one won
+        db.rollback()
+        storage.remove(received.relpath)
+        raise HTTPException(status.HTTP_409_CONFLICT,
+                            f"{name} is being uploaded by another request: retry") from None
     for relpath in stale:
         storage.remove(relpath)
     return service.out(row)

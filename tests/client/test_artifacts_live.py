@@ -14,7 +14,13 @@ import pytest
 
 from grpodeck.client import init
 from grpodeck.client.artifacts import ArtifactError
-from tests.client.test_callback_live import deck  # noqa: F401  (fixture)
+from tests.client.test_callback_live import (  # noqa: F401  (fixtures)
+    deck,
+    finish,
+    model_dir,
+    run_id_of,
+    start_script,
+)
 from tests.stack import Stack
 
 
@@ -57,3 +63,25 @@ def test_an_ended_runs_token_is_refused(deck: Stack, tmp_path: Path) -> None:  #
                        content=b"x", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert reply.status_code == 401
     assert httpx.get(f"{deck.url}/api/runs/{run_id}/artifacts", timeout=10).json() == []
+
+
+def _tar_files(data: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+                for m in tar.getmembers() if m.isfile()}
+
+
+def test_deck_callback_uploads_each_checkpoint_on_save(deck: Stack, model_dir: str,  # noqa: F811
+                                                       tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_id = run_id_of(finish(start_script(deck, model_dir, out, "saving-script", 2,
+                                           "--save-steps", "1")))
+    listed = httpx.get(f"{deck.url}/api/runs/{run_id}/artifacts", timeout=10).json()
+    assert [(a["name"], a["kind"], a["step"]) for a in listed] == [
+        ("checkpoint-1.tar", "checkpoint", 1), ("checkpoint-2.tar", "checkpoint", 2)]
+    for artifact in listed:
+        folder = out / artifact["name"].removesuffix(".tar")
+        on_disk = {str(p.relative_to(out)): p.read_bytes()
+                   for p in sorted(folder.rglob("*")) if p.is_file()}
+        data = httpx.get(f"{deck.url}{artifact['url']}", timeout=60).content
+        assert _tar_files(data) == on_disk
