@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
+
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from app.metrics import rollups
 from app.metrics.names import Row
 from app.runs.models import Run
-
 
 # One stored value in the column order of ``metric_points`` (the driver takes it as is):
 # (run_id, name, step, value, raw); value is None when not finite and raw then says which.

@@ -1,7 +1,7 @@
 """metric_points without its foreign key on PostgreSQL
 
 Revision ID: ingest_0001
-Revises: pages_0001
+Revises: artifacts_0001
 Create Date: 2026-12-01 23:45:00
 
 PostgreSQL checks a foreign key with a trigger per inserted row: about 3 us of the ~8 us a point
@@ -13,7 +13,7 @@ lookup, and dropping it would mean rebuilding the biggest table.
 from alembic import op
 
 revision = "ingest_0001"
-down_revision = "pages_0001"
+down_revision = "artifacts_0001"
 branch_labels = None
 depends_on = None
 
