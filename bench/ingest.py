@@ -27,7 +27,8 @@ Issue 25 (2 shared CPUs, load in brackets; ratios are to trackio in the same run
 - after (points as plain tuples, startup objects frozen out of the GC, a run's first batch not
   read back for diagnostics, PostgreSQL COPY straight into ``metric_points`` with no per-row
   foreign-key trigger): via Sender SQLite 0.62x, PostgreSQL 0.60x, server 8.4 and 6.2 us/point;
-  one step per request 5.2x / 2.8x MLflow (10.5: the other five engineers' test suites).
+  one step per request 5.2x / 2.8x MLflow (10.5: the other five engineers' test suites);
+  again on SQLite alone: via Sender 93k = 0.53x trackio (176k), 2.5x MLflow per request (3.7).
   Interleaved against the old server in one process (``A/B``), via Sender went 1.4x faster on
   SQLite (13 -> 8.6 us/point of server CPU) and 2.1x on PostgreSQL (12 -> 5.9).
 - what is left between SQLite and trackio: one B-tree row per point (25 per step, executemany
