@@ -116,7 +116,14 @@ def configured_slots(device_slots: str | None, gpus_per_run: int | None,
     if device_slots is not None and gpus_per_run is not None:
         raise SlotConfigError("set GRPODECK_DEVICE_SLOTS or GRPODECK_GPUS_PER_RUN, not both")
     if device_slots is not None:
-        return parse_slots(device_slots)
+        slots = parse_slots(device_slots)
+        found = detect()
+        missing = [d for slot in slots for d in slot.devices if found and d not in found]
+        if missing:  # a child would fail at its first CUDA call, long after the launch
+            raise SlotConfigError(f"GRPODECK_DEVICE_SLOTS={device_slots!r} names GPU(s) "
+                                  f"{','.join(missing)}, but this worker finds "
+                                  f"{','.join(found)}")
+        return slots
     if gpus_per_run is not None:
         return split_devices(detect(), gpus_per_run)
     return None
