@@ -66,7 +66,7 @@ def bare(spec: dict[str, Any], processes: int, cpu: bool, timeout: float) -> Sid
                    *(["--cpu"] if cpu else []), str(BARE_SCRIPT), "--spec", str(spec_path)]
         try:
             done = subprocess.run(command, env=_env(cpu), capture_output=True, text=True,
-                                  timeout=timeout, cwd=tmp)
+                                  timeout=timeout, cwd=tmp, check=False)
         except subprocess.TimeoutExpired:
             side.why_not = f"did not finish within {timeout:.0f} s"
             return side
@@ -96,9 +96,8 @@ def _deck_command(spec: dict[str, Any], out: Path, child: list[str],
 
 def deck(spec: dict[str, Any], processes: int, cpu: bool, timeout: float) -> Side:
     from bench.ingest import DeckServer
-    from worker.training.child import TOKEN_ENV
-
     from grpodeck.contract.spec import RunSpec
+    from worker.training.child import TOKEN_ENV
 
     side = Side("through GRPO Deck", processes)
     if processes > 1 and "num_processes" not in RunSpec.model_fields:
@@ -124,7 +123,8 @@ def deck(spec: dict[str, Any], processes: int, cpu: bool, timeout: float) -> Sid
             return side
         try:
             done = subprocess.run(command, env={**_env(cpu), TOKEN_ENV: token}, timeout=timeout,
-                                  capture_output=True, text=True, cwd=tmp)
+                                  capture_output=True, text=True, cwd=tmp,
+                                  check=False)
         except subprocess.TimeoutExpired:
             side.why_not = f"did not finish within {timeout:.0f} s"
             return side

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
 import pytest
 
 from app.core.config import ROOT
@@ -53,7 +54,7 @@ def test_gpus_per_run_splits_the_found_gpus() -> None:
                                                                    Slot(1, ("5",))]
     assert configured_slots(None, None) is None
     assert configured_slots("0;1", None, detect=lambda: ["0", "1", "2"]) == parse_slots("0;1")
-    assert configured_slots("0;1", None, detect=lambda: []) == parse_slots("0;1")  # no nvidia-smi
+    assert configured_slots("0;1", None, detect=list) == parse_slots("0;1")  # no nvidia-smi
     with pytest.raises(SlotConfigError, match=r"names GPU\(s\) 2,3, but this worker finds 0,1"):
         configured_slots("0,1;2,3", None, detect=lambda: ["0", "1"])
     with pytest.raises(SlotConfigError, match="not both"):
