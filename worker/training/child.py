@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds the end of the run waits for an unreachable server")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.info("devices: CUDA_VISIBLE_DEVICES=%s",  # what this child was given (worker.slots)
+             os.environ.get("CUDA_VISIBLE_DEVICES", "unset (every device)"))
     token = os.environ.get(TOKEN_ENV)
     if not token:
         parser.error(f"the run token must be in ${TOKEN_ENV}")
