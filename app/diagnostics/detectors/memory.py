@@ -25,8 +25,8 @@ RISK_SHARE = 0.95  # above this, one longer completion or bigger group can end i
 MIN_SAMPLES = 3  # consecutive samples above it: a brief peak (one long batch) is no pattern
 MAX_LISTED = 10  # steps and values quoted in the evidence
 
-ACTIONS = ["Lower per_device_train_batch_size (or num_generations) and raise "
-           "gradient_accumulation_steps to keep the effective batch",
+ACTIONS = [("Lower per_device_train_batch_size (or num_generations) and raise "
+            "gradient_accumulation_steps to keep the effective batch"),
            "Turn on gradient checkpointing (gradient_checkpointing=True)",
            "With vLLM colocated, lower vllm_gpu_memory_utilization so training keeps headroom",
            "Lower max_completion_length if completions run long"]

@@ -66,7 +66,7 @@ def loaded_cuda() -> Any | None:
     cuda = getattr(sys.modules.get("torch"), "cuda", None)
     try:
         return cuda if cuda is not None and cuda.is_initialized() else None
-    except Exception:  # a torch without CUDA support, half torn down at exit
+    except Exception:  # noqa: BLE001 - a torch without CUDA support, torn down at exit
         return None
 
 
@@ -102,7 +102,7 @@ class Nvml:
 
                 pynvml.nvmlInit()
                 self._nvml, self._usable = pynvml, True
-            except Exception as exc:  # not installed, no driver, no device
+            except Exception as exc:  # noqa: BLE001 - not installed, no driver, no device
                 log.debug("grpodeck: no GPU utilisation (NVML: %s)", exc)
                 self._usable = False
         return self._nvml if self._usable else None
@@ -125,7 +125,7 @@ class Nvml:
             else:  # a MIG slice: NVML reports no utilisation for those
                 return None
             return float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-        except Exception:  # noqa: BLE001 (any NVML error: this figure is left out)
+        except Exception:  # noqa: BLE001 - any NVML error: this figure is left out
             return None
 
 
@@ -171,7 +171,7 @@ class SystemSampler(threading.Thread):
 
             self._process: Any = psutil.Process()
             self._process.cpu_percent(None)  # the first call only starts the measurement
-        except Exception as exc:  # psutil missing or refused: GPU figures may still come
+        except Exception as exc:  # noqa: BLE001 - psutil missing or refused: GPU may still come
             log.warning("grpodeck: no CPU/RSS system metrics (%s)", exc)
             self._process = None
 
@@ -199,7 +199,7 @@ class SystemSampler(threading.Thread):
                 metrics = self.sample()
                 if metrics:
                     self.sink([{"step": self.step, "metrics": metrics}])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever broke, training must go on
             if not self._warned:
                 self._warned = True
                 log.warning("grpodeck: system metrics failed (%r); training goes on", exc)
