@@ -23,6 +23,7 @@ from celery import Task
 
 from grpodeck.client import spool
 from grpodeck.contract.tasks import TRAIN_RUN
+from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
@@ -85,6 +86,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
                    shipper)
     shipper.drain()
+    upload_saved(client, out)
     err_tail = redact_paths(tail(stderr_path))
     try:
         replay(client, out / "metrics.jsonl")
