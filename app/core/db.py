@@ -143,6 +143,19 @@ def private_database_file(path: Path) -> None:
             file.chmod(0o600)
 
 
+# SQLite connections are a file handle and a page cache, so the pool is never what a request
+# waits for: every thread of the request pool (40) can hold one while waiting for the write
+# lock, plus a second for the few paths that open their own session (the auth middleware, a
+# page's process banner). SQLAlchemy's default (5 + 10) made readers wait 30 s for a connection
+# behind writers waiting for the lock, then fail with a 500 (``QueuePool limit``).
+SQLITE_POOL_SIZE = 10
+SQLITE_MAX_OVERFLOW = 90
+
+
+def _in_memory(path: str) -> bool:
+    return not path or path == ":memory:" or "mode=memory" in path
+
+
 def make_engine(url: str, lock_timeout_s: float | None = None) -> Engine:
     """``lock_timeout_s``: how long a statement waits for another transaction's lock before it
     fails (answered 503 + Retry-After, ``app.core.busy``): SQLite's busy timeout, PostgreSQL's
@@ -151,8 +164,10 @@ def make_engine(url: str, lock_timeout_s: float | None = None) -> Engine:
         path = url.split("///", 1)[1].split("?", 1)[0] if "///" in url else ""
         if path and path != ":memory:" and not path.startswith("file:"):
             private_database_file(Path(path))
+        pool: dict[str, Any] = ({} if _in_memory(path) else
+                                {"pool_size": SQLITE_POOL_SIZE, "max_overflow": SQLITE_MAX_OVERFLOW})
         engine = create_engine(url, connect_args={"check_same_thread": False,
-                                                  "factory": _SerialWriterConnection})
+                                                  "factory": _SerialWriterConnection}, **pool)
         busy_ms = int(1000 * (lock_timeout_s or DEFAULT_LOCK_TIMEOUT_S))
         event.listen(engine, "connect", partial(_sqlite_pragmas, busy_ms=busy_ms))
         return engine

@@ -10,10 +10,12 @@ broker file, a log or a process listing is worth nothing once its run is over.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
+from sqlalchemy.orm import Session
 
 from app.core.db import SessionDep
 from app.health import service as health
@@ -67,14 +69,32 @@ def authorised_run(run_id: int, db: SessionDep,
     return _authorised(get_run(db, run_id), run_id, authorization)
 
 
-def authorised_run_for_update(run_id: int, db: SessionDep,
-                              authorization: Annotated[str | None, Header()] = None) -> Run:
-    """For endpoints that change the run: it is read and locked in one write transaction."""
+def locked_run(db: Session, run_id: int, authorization: str | None) -> Run:
+    """The run, read and locked in one write transaction, for a route that changes it.
+
+    Called from the route's own body, never as a dependency: FastAPI runs a sync dependency and
+    the sync route on two separate trips to the request thread pool (40 threads), so a lock
+    taken in the dependency was held while the route waited for a thread. With more writers
+    than threads, the waiters took every thread and the holder never got one: SQLite stalled
+    until the 30 s waits ran out (bench/load.py p99 30-60 s, 500s and 503s). Taken here, the
+    lock is held from ``BEGIN IMMEDIATE`` to commit or rollback on one thread."""
     return _authorised(get_run_for_update(db, run_id), run_id, authorization)
 
 
+@contextmanager
+def write(db: Session) -> Iterator[None]:
+    """Commit on success; on any error (a refused transition, a 409) roll back before the
+    route returns, so the write lock is never held into the session's teardown."""
+    try:
+        yield
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
+
+
 RunAuth = Annotated[Run, Depends(authorised_run)]
-RunForUpdate = Annotated[Run, Depends(authorised_run_for_update)]
+Authorization = Annotated[str | None, Header()]
 
 
 def _control(run: Run) -> ControlOut:
@@ -101,24 +121,28 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
               authorization: Annotated[str | None, Header()] = None) -> ClaimOut:
     """Bearer: the claim ticket from the task message. 409 once claimed, cancelled or ended (told
     only to the ticket's holder); a wrong ticket and a missing run get one and the same 401."""
-    run = get_run_for_update(db, run_id)
+    run = get_run_for_update(db, run_id)  # in the route body: see ``locked_run``
     try:
         if run is None:  # the same answer as a wrong ticket: this route is anonymous
             raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
         token = claim(db, run, _bearer(authorization), body.pid, body.host)
     except ClaimRefused as exc:
         code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
+        db.rollback()
         raise HTTPException(code, str(exc)) from None
     db.commit()
     return ClaimOut(token=token, **_control(run).model_dump())
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply)
-def post_metrics(batch: MetricBatch, run: RunForUpdate, db: SessionDep) -> IngestReply:
-    _require_running(run)
-    accepted = pipeline.receive(db, run, pipeline.normalized(batch.rows), batch.rollouts)
-    db.commit()
-    control = _control(run)
+def post_metrics(run_id: int, batch: MetricBatch, db: SessionDep,
+                 authorization: Authorization = None) -> IngestReply:
+    rows = pipeline.normalized(batch.rows)  # before the lock: nothing to wait for here
+    with write(db):
+        run = locked_run(db, run_id, authorization)
+        _require_running(run)
+        accepted = pipeline.receive(db, run, rows, batch.rollouts)
+        control = _control(run)
     return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
 
 
@@ -131,19 +155,24 @@ def control(run: RunAuth, db: SessionDep) -> ControlOut:
 
 
 @router.post("/{run_id}/logs", response_model=LogReply)
-def post_logs(batch: LogBatch, run: RunForUpdate, db: SessionDep) -> LogReply:
+def post_logs(run_id: int, batch: LogBatch, db: SessionDep,
+              authorization: Authorization = None) -> LogReply:
     """The training child's output and stage, shipped by its worker while it runs (and once
     more after it exits, before ``finished``): the run page's stage line and Logs tab."""
-    _require_running(run)
-    stored = log_service.store(db, run, batch)
-    seen(run)
-    db.commit()
+    with write(db):
+        run = locked_run(db, run_id, authorization)
+        _require_running(run)
+        stored = log_service.store(db, run, batch)
+        seen(run)
     return LogReply(stored=stored)
 
 
 @router.post("/{run_id}/finished", response_model=ControlOut)
-def finished(body: FinishedIn, run: RunForUpdate, db: SessionDep) -> ControlOut:
-    _transition(lambda: lifecycle.finish(run, body.returncode, body.error, body.traceback_tail))
-    health.observe(db, run, [])  # ended: the whole history is in, findings settle as they are
-    db.commit()
+def finished(run_id: int, body: FinishedIn, db: SessionDep,
+             authorization: Authorization = None) -> ControlOut:
+    with write(db):
+        run = locked_run(db, run_id, authorization)
+        _transition(lambda: lifecycle.finish(run, body.returncode, body.error,
+                                             body.traceback_tail))
+        health.observe(db, run, [])  # ended: the whole history is in, findings settle as they are
     return _control(run)

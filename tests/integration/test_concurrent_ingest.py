@@ -133,3 +133,64 @@ def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
                                  .where(FindingRecord.run_id == run_id))
             assert keys == distinct  # concurrent diagnoses never duplicated a finding
     engine.dispose()
+
+
+WIDE = 48  # more reporters than the server's request thread pool (40)
+
+
+def _claimed(server: str, database_url: str, n: int) -> list[tuple[int, str]]:
+    engine = make_engine(database_url)
+    with Session(engine) as db:
+        runs = [service.create_run(db, spec=RunSpec(name=f"w{i}", model="builtin:tiny-random",
+                                                     max_steps=1000)) for i in range(n)]
+        db.commit()
+        tickets = [(run.id, ticket) for run, ticket in runs]
+    engine.dispose()
+    out = []
+    for run_id, ticket in tickets:
+        response = httpx.post(f"{server}/api/runs/{run_id}/claim", json={"pid": 1},
+                              headers={"Authorization": f"Bearer {ticket}"}, timeout=30)
+        assert response.status_code == 200, response.text
+        out.append((run_id, response.json()["token"]))
+    return out
+
+
+@pytest.mark.one_backend
+def test_more_writers_than_request_threads_are_queued_never_answered_busy(
+        server: str, database_url: str) -> None:
+    """SQLite, 48 runs posting at the same instant. In-process writers take turns on the write
+    lock; no other process holds it, so no answer may be a 503 "busy" (nor a 500 pool timeout).
+
+    The bug this guards: the run was locked in a route dependency, which FastAPI runs on another
+    trip to the 40-thread pool than the route; the waiters took every thread, the holder never
+    got one for its route, and everything stalled until the 30 s waits ended in 503s/500s."""
+    ids = _claimed(server, database_url, WIDE)
+    barrier = threading.Barrier(WIDE)
+    answers: list[str] = []
+
+    def report(run_id: int, token: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=server, headers=headers, timeout=120) as client:
+            for b in range(2):
+                rows = [{"step": s, "metrics": {n: _value(run_id, s, n, 0) for n in METRICS}}
+                        for s in range(1 + b * 20, 21 + b * 20)]
+                barrier.wait(timeout=120)  # every batch round fired at the same instant
+                while True:
+                    response = client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows})
+                    if response.status_code != 200:
+                        answers.append(f"run {run_id}: {response.status_code} {response.text}")
+                    if response.status_code != 503:  # a client retries a 503: count, resend
+                        break
+
+    threads = [threading.Thread(target=report, args=pair) for pair in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert answers == []
+    engine = make_engine(database_url)
+    with Session(engine) as db:
+        counts = dict(db.execute(select(MetricPoint.run_id, func.count())
+                                 .group_by(MetricPoint.run_id)).all())
+    engine.dispose()
+    assert counts == {run_id: 40 * len(METRICS) for run_id, _ in ids}
