@@ -25,6 +25,17 @@ batches, p99 60 s, 17,500 lost, 89 errors (load 10.5 vs 9.3). Both stall the sam
 (5 + 10 connections) runs dry and requests time out after 30 s (``QueuePool limit``) while the
 server uses 2-12 % of a core: a wait, not CPU, to be found with ``--profile`` on a quiet
 machine. PostgreSQL after: 281 batches, ingest p99 8.1 s, 0 lost, 0 errors (load 19.8).
+
+Found (branch ``ingest2``, py-spy dump of the stalled server): ingest locked its run in a route
+dependency, which FastAPI runs on a separate trip to the 40-thread request pool from the route
+itself. Writers waiting for the SQLite write lock took every thread, so the holder never got
+one to finish on; all waited until the 30 s lock and pool waits ran out (503s, 500s). Now the
+lock is taken and released inside the route, and the SQLite pool covers the threads.
+``--runs 20 --seconds 40 --steps-per-batch 50``, same script: SQLite before 336 batches, ingest
+p99 30.9 s, 23 errors (load 3.5); after 367-385 batches, ingest p99 1.8-2.0 s, 0 lost, 0
+errors (load 2.9-4.7), the server busy 68-73 % of a core; PostgreSQL in the same run as the
+second: p99 2.6 s, 0 lost, 0 errors (load 5.7). What is left to p99 < 1 s is CPU on 2 shared
+cores (one writer at a time, ~60 ms a 50-step batch with diagnostics), not a wait.
 """
 
 from __future__ import annotations
