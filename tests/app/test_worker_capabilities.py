@@ -30,7 +30,9 @@ OLD_WORKER = {"old@node": {"error": "KeyError('grpodeck_capabilities')"}}
 
 def test_parse_keeps_well_formed_answers_only() -> None:
     found = capabilities.parse([GPU_WORKER, OLD_WORKER, {"odd@node": {"cuda": "yes", "vllm": True}}])
-    assert found == {"gpu-1@node": GPU_WORKER["gpu-1@node"]}
+    # an older worker's report lacks the device fields: no GPUs listed, no deepspeed, one core
+    assert found == {"gpu-1@node": {**GPU_WORKER["gpu-1@node"], "devices": [],
+                                    "deepspeed": False, "cpu_count": 1}}
 
 
 def test_embedded_broker_hides_use_vllm_and_says_why(client: TestClient) -> None:
@@ -109,6 +111,8 @@ def test_a_real_worker_on_redis_reports_no_gpu(client: TestClient, redis_worker:
     # every worker on this broker answered for itself (other sessions' workers may share db 9)
     assert reports.broadcast and not reports.vllm_ready
     assert all(not w["cuda"] and w["device"].startswith("cpu: ") for w in reports.workers.values())
+    assert all(w["devices"] == [] and w["cpu_count"] >= 1 and isinstance(w["deepspeed"], bool)
+               for w in reports.workers.values())
     page = client.get("/runs/new").text
     assert not html_has(page, "#f-use_vllm")
     assert one(page, "#no-vllm").get_text().strip() == "use_vllm: no worker with a GPU has reported."
