@@ -60,17 +60,15 @@ def parse(replies: list[dict[str, Any]] | None) -> dict[str, WorkerCapabilities]
         for host, answer in reply.items():
             if (isinstance(answer, dict) and isinstance(answer.get("cuda"), bool)
                     and isinstance(answer.get("vllm"), bool)):
-                found[str(host)[:200]] = WorkerCapabilities(
-                    cuda=answer["cuda"], vllm=answer["vllm"],
-                    device=str(answer.get("device", ""))[:200],
-                    devices=_devices(answer.get("devices")),
-                    deepspeed=answer.get("deepspeed") is True,
-                    cpu_count=_count(answer.get("cpu_count")))
+                worker = WorkerCapabilities(cuda=answer["cuda"], vllm=answer["vllm"],
+                                            device=str(answer.get("device", ""))[:200])
+                count = answer.get("cpu_count")
+                if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                    # a worker of this version: its devices (an older one does not say)
+                    worker.update(devices=_devices(answer.get("devices")), cpu_count=count,
+                                  deepspeed=answer.get("deepspeed") is True)
+                found[str(host)[:200]] = worker
     return found
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
 
 def _devices(value: object) -> list[Device]:
@@ -148,7 +146,8 @@ def gpu_count(worker: WorkerCapabilities) -> int:
 
 
 def _worker_problems(spec: RunSpec, worker: WorkerCapabilities) -> dict[str, str]:
-    """Why this one worker cannot train ``spec`` on its devices, by field."""
+    """Why this one worker cannot train ``spec`` on its devices, by field (a worker that
+    reported its devices: ``cpu_count`` is there)."""
     problems: dict[str, str] = {}
     if worker["cuda"]:
         if spec.num_processes > gpu_count(worker):
@@ -177,7 +176,9 @@ def device_problems(spec: RunSpec) -> dict[str, str]:
     if spec.num_processes == 1 and spec.distributed == "ddp" and spec.mixed_precision != "fp16":
         return {}
     reports = worker_reports()
-    if not reports.workers:
+    # Only workers that said what devices they have (an older worker's report does not).
+    workers = {host: w for host, w in reports.workers.items() if "cpu_count" in w}
+    if not workers:
         why = ("no worker has reported its devices" + (
             "" if reports.broadcast else " (the embedded SQLite broker carries no worker "
             "reports: use Redis)"))
@@ -187,7 +188,7 @@ def device_problems(spec: RunSpec) -> dict[str, str]:
         if spec.mixed_precision == "fp16":
             problems["mixed_precision"] = f"fp16 needs a GPU worker, and {why}"
         return problems
-    found = {host: _worker_problems(spec, w) for host, w in reports.workers.items()}
+    found = {host: _worker_problems(spec, w) for host, w in workers.items()}
     if any(not problems for problems in found.values()):
         return {}
     messages: dict[str, str] = {}

@@ -155,3 +155,24 @@ def test_form_shows_the_devices_fieldset_and_refuses_at_the_field(client: TestCl
     spec = client.get(launched.headers["location"].replace("/runs/", "/api/runs/")).json()["spec"]
     assert (spec["num_processes"], spec["distributed"], spec["mixed_precision"]) == (2, "ddp",
                                                                                      "auto")
+
+
+def test_a_worker_of_an_older_version_is_not_judged_by_devices_it_did_not_report(
+        client: TestClient, reported: Any) -> None:
+    """Other deployments' workers may share the broker: one that reports no device fields is
+    neither counted as one core nor as a GPU worker (the run's own worker checks at start)."""
+    reported(old={"cuda": False, "vllm": False, "device": "cpu: 2 threads"})
+    assert client.post("/api/runs", json=tiny_spec(num_processes=8)).status_code == 201
+    errors = refused_at(client.post("/api/runs", json=tiny_spec(num_processes=2,
+                                                                distributed="fsdp")))
+    assert "no worker has reported its devices" in errors["distributed"]
+    reported(old={"cuda": False, "vllm": False, "device": "cpu"}, new=CPU_WORKER)
+    assert refused_at(client.post("/api/runs", json=tiny_spec(num_processes=8))) \
+        .keys() == {"num_processes"}
+
+
+def test_parse_keeps_the_well_formed_device_entries() -> None:
+    found = capabilities.parse([{"w@n": {**gpu_worker(1), "devices": [
+        {"index": 0, "name": "H200", "memory_bytes": 5}, {"index": "x"}, "junk"]}}])
+    assert found["w@n"]["devices"] == [{"index": 0, "name": "H200", "memory_bytes": 5}]
+    assert found["w@n"]["cpu_count"] == 16 and found["w@n"]["deepspeed"] is False
