@@ -8,6 +8,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.alerts import api as alerts_api
 from app.alerts import views as alert_views
+from app.artifacts import api as artifacts_api
+from app.artifacts import views as artifact_views
 from app.auth import views as auth_views
 from app.core import busy, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
@@ -82,10 +84,14 @@ def create_app() -> FastAPI:
     app.include_router(compare.router)  # before views: /runs/compare is not a run id
     app.include_router(smoke.router)
     app.include_router(log_views.router)
+    app.include_router(artifacts_api.upload_router)
+    app.include_router(artifacts_api.router)
+    app.include_router(artifact_views.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
     install_security(app, token_routers=[report_api.router, dry_runs_api.report_router,
-                                                processes_api.router])
+                                                processes_api.router,
+                                                artifacts_api.upload_router])
     install_docs(app)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),

@@ -173,6 +173,7 @@ def app_db(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     # the developer's own var/ holds real runs: a test deleting "run 2" must not remove theirs
     monkeypatch.setenv("GRPODECK_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.setenv("GRPODECK_DATASETS_DIR", str(tmp_path / "datasets"))
+    monkeypatch.setenv("GRPODECK_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
     for cached in (config_module.get_settings, db_module.get_engine, db_module.get_sessionmaker):
         cached.cache_clear()
     yield database_url

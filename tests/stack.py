@@ -65,6 +65,7 @@ class Stack:
                 "GRPODECK_QUEUE": self.queue,
                 "GRPODECK_RUNS_DIR": str(self.workdir / "runs"),
                 "GRPODECK_DATASETS_DIR": str(self.workdir / "datasets"),
+                "GRPODECK_ARTIFACTS_DIR": str(self.workdir / "artifacts"),
                 "GRPODECK_MODELS_DIR": str(self.workdir / "models"),
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
                 "PYTHONUNBUFFERED": "1", **self.extra_env}

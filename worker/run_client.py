@@ -10,6 +10,7 @@ single attempt: a missed poll is simply "no answer yet". Bodies and replies are 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,7 +23,9 @@ from tenacity import (
     wait_exponential,
 )
 
+from grpodeck.client.artifacts import packed, send
 from grpodeck.client.retry import retry_after
+from grpodeck.contract.artifacts import ArtifactOut
 from grpodeck.contract.wire import (
     ClaimOut,
     ControlOut,
@@ -36,6 +39,7 @@ from grpodeck.contract.wire import (
 # The server says the run is over for this worker: cancelled while queued, already claimed,
 # ended (its token revoked), or gone.
 OVER = (401, 404, 409)
+UPLOAD_TIMEOUT_S = 120.0  # per read/write of a checkpoint upload (not the whole transfer)
 
 
 class RunConflict(Exception):
@@ -103,6 +107,17 @@ class RunClient:
     def logs(self, batch: LogBatch) -> None:
         """One attempt (the shipper sends again on its next call)."""
         self._once("POST", "logs", batch)
+
+    def upload_artifact(self, path: Path, kind: str, step: int | None) -> ArtifactOut:
+        """Pack once, then send with the same retries as the run's end (a restarting web app
+        must not lose a checkpoint); a refusal (4xx) raises at once."""
+        with packed(path) as (file, name):
+            for attempt in Retrying(retry=retry_if_exception(retryable), reraise=True,
+                                    stop=stop_after_delay(self.deadline), wait=server_wait):
+                with attempt:
+                    return send(self._http, self.run_id, file, name, kind, step,
+                                timeout=UPLOAD_TIMEOUT_S)
+        raise AssertionError("unreachable")
 
     def finished(self, returncode: int, error: str | None, traceback_tail: str | None) -> None:
         self._call("POST", "finished", FinishedIn(returncode=returncode, error=error,

@@ -23,6 +23,7 @@ from celery import Task
 
 from grpodeck.client import spool
 from grpodeck.contract.tasks import TRAIN_RUN
+from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
@@ -90,6 +91,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
                    shipper)
     shipper.drain()
+    upload_saved(client, out)
     err_tail, err = failure(out, stderr_path) if rc else (None, None)
     try:
         replay(client, out / "metrics.jsonl")

@@ -50,6 +50,15 @@ class Settings(BaseSettings):
     runs_dir: Path = Field(
         VAR / "runs", description="the workers' run folders, when they share this host's disk (the "
         "embedded default); deleting a run removes its folder there, if any")
+    artifacts_dir: Path = Field(
+        VAR / "artifacts", description="where run artifacts (checkpoints, final models, trainer "
+        "states) uploaded by workers and scripts are stored, one folder per run")
+    artifact_max_bytes: int = Field(
+        8 * 1024**3, ge=0, description="largest artifact upload accepted (a checkpoint folder "
+        "travels as one tar); larger bodies get 413, counted as they stream in")
+    artifact_keep: int = Field(
+        5, ge=0, description="checkpoints kept per run: registering one more deletes the oldest "
+        "(by step); 0 keeps all. Final models, trainer states and files are always kept")
     dataset_upload_max_bytes: int = Field(20 * 1024 * 1024, description="largest dataset upload accepted")
     chart_max_points: int = 2000
     live_refresh_seconds: float = 2.0

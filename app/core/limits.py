@@ -30,6 +30,7 @@ from app.core.errors import validation_error_handler
 # Endpoints with their own limit; every other request gets the default.
 INGEST = re.compile(r"^/api/runs/[^/]+/(metrics|claim|finished)$")  # app.runs.report_api
 UPLOAD = re.compile(r"^/(runs/import|api/imports)$")  # app.runs.import_views, import_api
+ARTIFACTS = re.compile(r"^/api/runs/[^/]+/artifacts$")  # app.artifacts: its own cap
 DATASETS = re.compile(r"^/(api/)?datasets$")  # app.datasets: its own size check gives the reason
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries and the other fields around an uploaded file
 
@@ -40,18 +41,22 @@ class Limits:
     ingest: int
     upload: int
     datasets: int
+    artifacts: int = 0
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         return cls(settings.max_body_bytes, settings.ingest_max_body_bytes,
                    settings.upload_max_body_bytes,
-                   settings.dataset_upload_max_bytes + FORM_OVERHEAD)
+                   settings.dataset_upload_max_bytes + FORM_OVERHEAD,
+                   settings.artifact_max_bytes)
 
     def for_path(self, path: str) -> int:
         if INGEST.match(path):
             return self.ingest
         if UPLOAD.match(path):
             return self.upload
+        if ARTIFACTS.match(path):
+            return self.artifacts
         if DATASETS.match(path):
             return self.datasets
         return self.default

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.artifacts.service import has_artifacts
 from app.logs import service as log_service
 from app.rollouts.models import RolloutGroup
 from app.runs import lifecycle
@@ -77,3 +78,10 @@ def shows_rollouts(db: Session, run: Run) -> bool:
         return True
     capturing = (run.spec or {}).get("rollout_groups", 0)
     return run.source == "launched" and lifecycle.is_live(run) and bool(capturing)
+
+
+def shows_artifacts(db: Session, run: Run) -> bool:
+    """The Artifacts tab: the run stored some, or it is a launched run that saves checkpoints
+    (``save_steps``), whose first ones may not have arrived yet."""
+    saves = run.source == "launched" and bool((run.spec or {}).get("save_steps"))
+    return saves or has_artifacts(db, run.id)

@@ -134,6 +134,9 @@ def remove_files(run_id: int) -> None:
     path = (root / str(int(run_id))).resolve()
     if path.parent == root and path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
+    from app.artifacts.storage import remove_run  # the artifacts the server stores for it
+
+    remove_run(run_id)
 
 
 def storable_id(run_id: int) -> bool:

@@ -31,7 +31,7 @@ from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.capabilities import device_problems, vllm_problem, worker_reports
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
-from app.runs.header import header_facts, shows_logs, shows_rollouts
+from app.runs.header import header_facts, shows_artifacts, shows_logs, shows_rollouts
 from app.runs.launch import launch
 from app.runs.models import Run
 from app.runs.presets import preset_or_404
@@ -196,7 +196,7 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
     context.update(facts=header_facts(run), show_rollouts=shows_rollouts(db, run),
-                   show_logs=shows_logs(db, run))
+                   show_logs=shows_logs(db, run), show_artifacts=shows_artifacts(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
 
 

@@ -57,17 +57,22 @@ def main() -> None:
     parser.add_argument("--alert-url", help="one alert destination (DeckCallback alerts=)")
     parser.add_argument("--strict", action="store_true")
     parser.add_argument("--api-key")
+    parser.add_argument("--save-steps", type=int, default=0,
+                        help="checkpoint every N steps and upload them (DeckCallback artifacts=)")
     a = parser.parse_args()
     prompts = [f"Tell me about {s}." for s in ("cats", "rain", "maps", "tea", "salt", "bees")]
     report_to = "trackio" if a.trackio else "none"
     config = GRPOConfig(output_dir=a.out, max_steps=a.steps, per_device_train_batch_size=4,
                         num_generations=4, max_completion_length=16, logging_steps=1,
-                        learning_rate=1e-4, save_strategy="no", report_to=report_to,
+                        learning_rate=1e-4, report_to=report_to,
+                        save_strategy="steps" if a.save_steps else "no",
+                        save_steps=a.save_steps or 500,
                         disable_tqdm=True, use_cpu=True, seed=0)
     alerts = {"urls": [a.alert_url], "min_severity": "critical"} if a.alert_url else None
     deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail,
                         timeout=CLIENT_TIMEOUT_S, tags=[t for t in a.tags.split(",") if t],
-                        group=a.group, alerts=alerts, strict=a.strict, api_key=a.api_key)
+                        group=a.group, alerts=alerts, strict=a.strict, api_key=a.api_key,
+                        artifacts=a.save_steps > 0)
     callbacks = [deck] + ([StepTimes(Path(a.times))] if a.times else [])
     reward = constant_reward if a.guard_rail else length_reward
     trainer = GRPOTrainer(model=a.model, reward_funcs=reward, args=config,

@@ -58,6 +58,7 @@ def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
 
 
 TOKEN_ENV = "GRPODECK_RUN_TOKEN"
+FINAL_MODEL_DIR = "final-model"  # under the output dir; the worker uploads it (worker.artifacts)
 SUPERVISOR_ENV = "GRPODECK_SUPERVISOR_PID"
 
 
@@ -133,6 +134,9 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
         stage("first_step")
         trainer.train()
         stage("saving")
+        if spec.save_steps is not None:  # files were asked for: the final model and state too
+            trainer.save_model(str(Path(output_dir) / FINAL_MODEL_DIR))
+            trainer.save_state()
     finally:
         if reporter is not None:
             reporter.close()

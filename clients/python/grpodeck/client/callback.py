@@ -18,6 +18,7 @@ from typing import Any
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from grpodeck.client import rollouts
+from grpodeck.client.artifacts import ArtifactError
 from grpodeck.client.run import (  # noqa: F401  (encode_value, rows_from_logs: re-exported)
     URL_ENVS,
     DeckUnavailable,
@@ -94,7 +95,9 @@ class DeckCallback(SenderCallback):
     (checked by the server: a refusal raises ``DeckRefused`` at train begin). ``strict``: raise
     ``DeckUnavailable`` at train begin when the Deck cannot be reached or refuses the key,
     instead of training unreported. After ``train()``, ``stopped_reason`` says whether the Deck
-    stopped the run ("cancelled", "guard_rail: ...") or None.
+    stopped the run ("cancelled", "guard_rail: ...") or None. ``artifacts``: upload each
+    checkpoint folder the trainer saves (``save_steps``) to the run's Artifacts tab, waiting for
+    the upload at each save (a failed upload is a warning).
     """
 
     def __init__(self, url: str | None = None, name: str | None = None, api_key: str | None = None,
@@ -103,8 +106,9 @@ class DeckCallback(SenderCallback):
                  finish_deadline: float = 120.0, timeout: float = 5.0,
                  tags: list[str] | None = None, group: str | None = None,
                  alerts: AlertRules | dict[str, Any] | None = None,
-                 strict: bool = False) -> None:
+                 strict: bool = False, artifacts: bool = False) -> None:
         self.url, self.name, self.api_key = url, name, api_key
+        self.artifacts = artifacts
         self.spool_dir = Path(spool_dir) if spool_dir else None
         self.flush_seconds = flush_seconds
         self.rollout_every, self.rollout_groups = max(1, rollout_every), rollout_groups
@@ -176,6 +180,21 @@ class DeckCallback(SenderCallback):
             return
         if groups and self.run is not None:
             self.run.log_rollouts(step, groups)
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                **kwargs: Any) -> None:
+        """With ``artifacts=True``: upload the checkpoint folder just saved (transformers names
+        it ``checkpoint-<global step>`` under ``output_dir``)."""
+        if not self.artifacts or self.run is None or not state.is_world_process_zero:
+            return
+        folder = Path(args.output_dir or ".") / f"checkpoint-{state.global_step}"
+        if not folder.is_dir():
+            self._warn_once("checkpoint", "grpodeck: no %s to upload", folder)
+            return
+        try:
+            self.run.log_artifact(folder, kind="checkpoint", step=state.global_step)
+        except ArtifactError as exc:
+            log.warning("grpodeck: checkpoint %s not uploaded: %s", folder.name, exc)
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                      **kwargs: Any) -> None:

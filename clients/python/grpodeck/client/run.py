@@ -27,6 +27,7 @@ import httpx
 
 from grpodeck.client.sender import Sender, Target
 from grpodeck.contract.alerts import AlertRules
+from grpodeck.contract.artifacts import ArtifactOut
 from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
 
 log = logging.getLogger("grpodeck.client")
@@ -153,6 +154,33 @@ class Run:
         ``{"index", "prompt", "completions": [{"text", "rewards", "advantage"}...]}``)."""
         if self.sender is not None:
             self.sender.put_rollouts(step, groups)
+
+    def log_artifact(self, path: str | Path, *, kind: str = "file", step: int | None = None,
+                     name: str | None = None) -> ArtifactOut | None:
+        """Upload a file, or a folder (as ``NAME.tar``), to the run's Artifacts tab: ``kind``
+        "checkpoint", "model", "trainer_state" or "file"; ``step`` the step it was saved at.
+        Waits for the upload (streamed, never read whole into memory). A bad name or a refusal
+        (too large: 413) raises ``ArtifactError``; an unreachable Deck is a warning and None.
+        Only uploads: a path on this machine means nothing to the server."""
+        if self.sender is None:
+            return None
+        from grpodeck.client.artifacts import ArtifactError, packed, send
+
+        target = self.sender.target
+        with packed(Path(path), name) as (file, artifact_name), httpx.Client(
+                base_url=target.base_url, timeout=60.0,
+                headers={"Authorization": f"Bearer {target.token}"}) as http:
+            try:
+                return send(http, int(target.run_id), file, artifact_name, kind, step)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code < 500:
+                    raise ArtifactError(f"GRPO Deck refused {artifact_name} "
+                                        f"({exc.response.status_code}): {_detail(exc.response)}"
+                                        ) from None
+                log.warning("grpodeck: %s was not uploaded: %s", artifact_name, exc)
+            except httpx.TransportError as exc:
+                log.warning("grpodeck: %s was not uploaded: %s", artifact_name, exc)
+        return None
 
     def finish(self, status: str = "succeeded", error: str | None = None) -> str | None:
         """Deliver what is queued and spooled (up to ``finish_deadline`` s), then end the run:
