@@ -41,14 +41,18 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
                 proxy_headers=False)
 
 
-def worker_command(concurrency: int = 1) -> list[str]:
+def worker_command(concurrency: int | None = None) -> list[str]:
+    """Without ``concurrency`` the worker decides: one pool process per device slot
+    (GRPODECK_DEVICE_SLOTS / GRPODECK_GPUS_PER_RUN), else one."""
+    chosen = [] if concurrency is None else [f"--concurrency={concurrency}"]
     return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-            "--pool=prefork", f"--concurrency={concurrency}", "-Q", get_settings().queue,
-            "--loglevel=INFO"]
+            "--pool=prefork", *chosen, "-Q", get_settings().queue, "--loglevel=INFO"]
 
 
 @cli.command()
-def worker(concurrency: int = 1) -> None:
+def worker(concurrency: Annotated[int | None, typer.Option(
+        help="runs at once; default: one per device slot (GRPODECK_DEVICE_SLOTS or "
+             "GRPODECK_GPUS_PER_RUN), else 1")] = None) -> None:
     """Run a Celery worker that trains queued runs (one run per process). Celery replaces this
     process (exec) rather than running under it: in a container it is then PID 1 and gets
     `docker stop`'s SIGTERM (a warm shutdown), where a Python parent would ignore it (PID 1 has

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -22,6 +24,7 @@ from app.dryruns import api as dry_runs_api
 from app.dryruns import views as dry_run_views
 from app.health import api as health_api
 from app.logs import views as log_views
+from app.mlflow import api as mlflow_api
 from app.processes import api as processes_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
@@ -89,9 +92,11 @@ def create_app() -> FastAPI:
     app.include_router(artifact_views.router)
     app.include_router(views.router)
     app.include_router(auth_views.router)
+    mlflow_api.install(app)
     install_security(app, token_routers=[report_api.router, dry_runs_api.report_router,
                                                 processes_api.router,
-                                                artifacts_api.upload_router])
+                                                artifacts_api.upload_router],
+                     own_auth_routers=[mlflow_api.router])
     install_docs(app)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),
@@ -106,3 +111,7 @@ def create_app() -> FastAPI:
 
 
 app = create_app()
+# What the imports and create_app() built lives as long as the process: frozen out of the
+# collector's sight, a full collection no longer walks it. Ingest allocates a tuple per point,
+# and the full collections that set off cost about three times building them (bench/ingest.py).
+gc.freeze()

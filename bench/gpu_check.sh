@@ -2,6 +2,10 @@
 # GRPO Deck's overhead on a real GRPO run, CPU or CUDA (detected): bare TRL vs through the Deck.
 # Needs no network (offline built-in model and data) and stops itself after 5 minutes.
 # Usage: bench/gpu_check.sh [--steps N] [--model builtin:tiny-random] [--length 64]
+# Scaling, 1 vs N processes, bare accelerate launch vs through the Deck (4 trainings, each
+# limited to a quarter of the time; stops itself after 590 s):
+#   bench/gpu_check.sh --scaling 2            # a machine with 2+ GPUs
+#   bench/gpu_check.sh --scaling 2 --cpu      # anywhere: proves the script on the CPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-}"
@@ -15,4 +19,10 @@ import torch
 print("torch", torch.__version__, "| CUDA available:", torch.cuda.is_available(),
       "|", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU only")
 PY
-exec timeout --signal=INT --kill-after=10 "${GPU_CHECK_SECONDS:-290}" "$PY" bench/gpu_check.py "$@"
+LIMIT="${GPU_CHECK_SECONDS:-290}"
+EXTRA=()
+if [[ " $* " == *" --scaling "* ]]; then
+  LIMIT="${GPU_CHECK_SECONDS:-590}"
+  EXTRA=(--side-seconds "$(( (LIMIT - 20) / 4 ))")
+fi
+exec timeout --signal=INT --kill-after=10 "$LIMIT" "$PY" bench/gpu_check.py "${EXTRA[@]}" "$@"

@@ -17,6 +17,14 @@ then, for ``--seconds``, plays:
 It prints throughput, latency percentiles per kind of request, errors, and lost points: every
 (run, step, metric) sent is looked up in the database afterwards. Figures, not a test: the
 correctness check under concurrency is ``tests/integration/test_concurrent_ingest.py``.
+
+Issue 25, ``--steps-per-batch 50`` (20 runs x 50-row batches), on 2 CPUs shared with five
+other engineers' test suites (machine load 9-20), so not the quiet machine the p99 < 1 s goal
+assumes: SQLite before 132 batches, ingest p99 34 s, 5,000 points lost, 70 errors; after 23
+batches, p99 60 s, 17,500 lost, 89 errors (load 10.5 vs 9.3). Both stall the same way: the pool
+(5 + 10 connections) runs dry and requests time out after 30 s (``QueuePool limit``) while the
+server uses 2-12 % of a core: a wait, not CPU, to be found with ``--profile`` on a quiet
+machine. PostgreSQL after: 281 batches, ingest p99 8.1 s, 0 lost, 0 errors (load 19.8).
 """
 
 from __future__ import annotations

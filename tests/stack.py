@@ -53,6 +53,7 @@ class Stack:
     scheduler: bool = False  # also run `grpodeck scheduler` (alert sender, lost-run check)
     named: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     queue: str = field(default_factory=lambda: f"test-{uuid.uuid4().hex[:8]}")
+    worker_concurrency: int | None = 1  # None: the worker decides (one per device slot)
 
     @property
     def url(self) -> str:
@@ -90,9 +91,10 @@ class Stack:
         self._wait_ready()
 
     def start_worker(self) -> None:
+        chosen = [] if self.worker_concurrency is None else [
+            f"--concurrency={self.worker_concurrency}"]
         self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                               "--pool=prefork", "--concurrency=1", "-Q", self.queue,
-                               "--loglevel=INFO"])
+                               "--pool=prefork", *chosen, "-Q", self.queue, "--loglevel=INFO"])
 
     def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 30) -> None:
         """Signal a part's whole process group (uvicorn, or the Celery main and pool processes)

@@ -19,6 +19,7 @@ from docker.utils.build import exclude_paths
 
 from app.core.config import ROOT
 from tools.compose_binary import installed, target
+from worker.slots import parse_slots
 
 PUBLIC = "https://deck.example.com"
 ENV = {"POSTGRES_PASSWORD": "s3cret", "GRPODECK_PUBLIC_URL": PUBLIC, "GRPODECK_ALERT_URLS": ""}
@@ -37,14 +38,19 @@ def compose(*args: str, file: Path = ROOT / "docker-compose.yml",
 
 @pytest.fixture(scope="module")
 def model() -> dict[str, Any]:
-    """The file as Compose reads it: anchors merged, ${...} filled, the tools profile included."""
-    done = compose("--profile", "tools", "config", "--format", "json")
+    """The file as Compose reads it: anchors merged, ${...} filled, every profile included."""
+    done = compose("--profile", "tools", "--profile", "slots", "config", "--format", "json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def workers(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: s for name, s in model["services"].items() if "worker" in (s.get("command") or [])}
+
+
+def default_workers(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The workers a plain ``docker compose up`` starts: one per GPU."""
+    return {name: s for name, s in workers(model).items() if not s.get("profiles")}
 
 
 def test_the_compose_file_validates() -> None:
@@ -64,7 +70,7 @@ def test_a_typo_in_the_compose_file_fails_validation(tmp_path: Path) -> None:
 
 def test_every_long_running_service_restarts_and_one_off_tools_do_not(model: dict[str, Any]) -> None:
     services = model["services"]
-    tools = {name for name, s in services.items() if s.get("profiles")}
+    tools = {name for name, s in services.items() if "tools" in s.get("profiles", [])}
     assert tools == {"models"}
     for name, service in services.items():
         if name in tools:
@@ -72,11 +78,11 @@ def test_every_long_running_service_restarts_and_one_off_tools_do_not(model: dic
         else:
             assert service.get("restart") in LONG_RUNNING, f"{name} is not restarted after a crash"
     up = compose("config", "--services")  # what `docker compose up` starts
-    assert up.returncode == 0 and "models" not in up.stdout.split()
+    assert up.returncode == 0 and not {"models", "worker-slots"} & set(up.stdout.split())
 
 
 def test_each_worker_service_gets_its_own_gpu(model: dict[str, Any]) -> None:
-    found = workers(model)
+    found = default_workers(model)
     assert len(found) >= 2, "one service per GPU, not --scale (all replicas may take GPU 0)"
     taken: list[str] = []
     for name, worker in found.items():
@@ -90,6 +96,27 @@ def test_each_worker_service_gets_its_own_gpu(model: dict[str, Any]) -> None:
         assert "GRPODECK_DATABASE_URL" not in env, name  # workers report over HTTP
         assert env["GRPODECK_BROKER_URL"].startswith("redis://"), name
     assert len(taken) == len(set(taken)), f"two workers pinned to the same GPU: {taken}"
+
+
+def test_one_slot_worker_runs_one_run_per_gpu_set_when_asked_for(model: dict[str, Any]) -> None:
+    """The "slots" profile: one worker holds the box's GPUs and runs one run per slot, the
+    concurrency left to the worker (one pool process per slot), the device locks kept in the
+    container (another container numbers its GPUs from 0 too)."""
+    worker = model["services"]["worker-slots"]
+    assert worker["profiles"] == ["slots"] and worker["restart"] in LONG_RUNNING
+    assert worker["command"] == ["grpodeck", "worker"]  # no --concurrency
+    devices = worker["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    env = worker["environment"]
+    assert [s.visible for s in parse_slots(env["GRPODECK_DEVICE_SLOTS"])] == ["0,1", "2,3"]
+    assert not any(env["GRPODECK_DEVICE_LOCKS_DIR"].startswith(target) for target in mounts(worker))
+    assert env["GRPODECK_BROKER_URL"] == default_workers(model)["worker-gpu0"]["environment"][
+        "GRPODECK_BROKER_URL"]  # the shared worker settings, not a stale copy
+    chosen = compose("--profile", "slots", "config", "--format", "json",
+                     env={**os.environ, **ENV, "GRPODECK_DEVICE_SLOTS": "0;1;2"})
+    assert chosen.returncode == 0, chosen.stderr
+    slots = json.loads(chosen.stdout)["services"]["worker-slots"]["environment"]
+    assert slots["GRPODECK_DEVICE_SLOTS"] == "0;1;2"
 
 
 def mounts(service: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from celery.signals import worker_ready
 from celery.worker.control import inspect_command
 
 from grpodeck.contract.tasks import WORKER_CAPABILITIES, WorkerCapabilities
+from worker.slots import VISIBLE_ENV, slot_env, worker_slots
 
 log = logging.getLogger(__name__)
 PROBE_TIMEOUT = 300.0
@@ -37,22 +38,29 @@ def probe() -> WorkerCapabilities:
 
     from worker.training.hardware import describe, devices
 
+    visible = os.environ.get(VISIBLE_ENV)
     return WorkerCapabilities(cuda=torch.cuda.is_available(),
                               vllm=importlib.util.find_spec("vllm") is not None,
-                              device=describe(), devices=devices(),
+                              device=describe() + ("" if visible is None
+                                                   else f" [{VISIBLE_ENV}={visible}]"),
+                              devices=devices(),
                               deepspeed=importlib.util.find_spec("deepspeed") is not None,
                               cpu_count=len(os.sched_getaffinity(0)) if hasattr(
                                   os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 def capabilities() -> WorkerCapabilities:
-    """The probe's answer from a child process, found once per worker."""
+    """The probe's answer from a child process, found once per worker. With device slots the
+    probe sees the first slot's devices, as a training child does: a worker of 2-GPU slots
+    offers what one run gets (2 GPUs), not the whole box."""
+    slots = worker_slots()
+    env = {**os.environ, **slot_env(slots[0] if slots else None)}
     with _lock:
         if not _found:
             try:
                 done = subprocess.run([sys.executable, "-m", "worker.capabilities"],
                                       capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-                                      check=True)
+                                      check=True, env=env)
                 _found.append(WorkerCapabilities(**json.loads(done.stdout)))
             except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
                 log.warning("capability probe failed (%s): reporting no GPU", exc)

@@ -7,6 +7,9 @@ process dies, and on Redis an unacknowledged message of a dead worker comes back
 ticket, so a run that was already claimed is not trained twice (its claim answers 409), and a run
 that never started is trained by whoever claims it. Results are not stored: outcomes travel over
 the HTTP report API.
+
+Concurrency: one pool process per device slot (``worker.slots``), else one; ``grpodeck worker
+--concurrency N`` still overrides it.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from celery import Celery
 
 from grpodeck.contract.tasks import private_broker_file
 from worker.settings import get_settings
+from worker.slots import SlotConfigError, worker_slots
 
 
-def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) -> Celery:
+def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0,
+                concurrency: int = 1) -> Celery:
     options: dict[str, float] = {}
     private_broker_file(broker_url)
     if broker_url.startswith(("redis", "rediss")):
@@ -32,6 +37,7 @@ def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) 
         task_reject_on_worker_lost=True,
         broker_transport_options=options,
         worker_prefetch_multiplier=1,
+        worker_concurrency=concurrency,
         task_ignore_result=True,
         task_serializer="json",
         accept_content=["json"],
@@ -44,7 +50,18 @@ def make_celery(broker_url: str, queue: str, visibility_seconds: float = 600.0) 
 @lru_cache
 def celery_for(broker_url: str, queue: str) -> Celery:
     """One app per broker (tests may switch brokers)."""
-    return make_celery(broker_url, queue, get_settings().broker_visibility_seconds)
+    return make_celery(broker_url, queue, get_settings().broker_visibility_seconds,
+                       slot_concurrency())
+
+
+def slot_concurrency() -> int:
+    """One pool process per device slot; a bad slot setting stops the worker at start with
+    the setting's name and what is wrong (not a traceback at the first run)."""
+    try:
+        slots = worker_slots()
+    except SlotConfigError as exc:
+        raise SystemExit(f"grpodeck worker: {exc}") from None
+    return len(slots) if slots else 1
 
 
 celery_app = celery_for(get_settings().broker_url, get_settings().queue)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grpodeck.contract.heartbeat import HEARTBEAT_PATH
@@ -44,6 +44,22 @@ class WorkerSettings(BaseSettings):
         None, description="sent with the heartbeat; must match the web app's (unset: the web "
         "app accepts heartbeats from its own machine only)")
     heartbeat_seconds: float = Field(10.0, description="how often the worker posts a heartbeat")
+
+    device_slots: str | None = Field(
+        None, description="GPUs per concurrent run, e.g. \"0,1;2,3\": one Celery pool process "
+        "per slot, each run's child sees only its slot's devices (worker.slots)")
+    gpus_per_run: int | None = Field(
+        None, ge=1, description="split the GPUs this worker finds into slots of this many "
+        "(instead of device_slots)")
+    device_locks_dir: Path = Field(
+        VAR / "device-locks", description="lock files of the devices taken by this host's runs "
+        "(must be local to the host: another container numbers its GPUs from 0 too)")
+
+    @field_validator("device_slots", mode="before")
+    @classmethod
+    def _unset_when_blank(cls, value: object) -> object:
+        """``GRPODECK_DEVICE_SLOTS=`` (compose's ``${GRPODECK_DEVICE_SLOTS:-}``) means unset."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @property
     def heartbeat_url(self) -> str:

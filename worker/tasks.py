@@ -28,6 +28,7 @@ from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
+from worker.slots import VISIBLE_ENV, Slot, slot_env, take_slot, worker_slots
 from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 from worker.training.multi import multi_process_command
@@ -49,6 +50,18 @@ def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str
 @celery_app.task(name=TRAIN_RUN, bind=True, max_retries=None)
 def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
               ticket: str) -> int | None:
+    """Take a free device slot (when this worker has slots) before claiming, so a run waiting
+    for GPUs stays queued on the dashboard; then claim and train in it."""
+    slots = worker_slots()
+    if not slots:
+        return _claim_and_train(self, run_id, spec, report_url, ticket, None)
+    with take_slot(slots, get_settings().device_locks_dir, on_wait=lambda: log.info(
+            "run %s waits for a free device slot", run_id)) as slot:
+        return _claim_and_train(self, run_id, spec, report_url, ticket, slot)
+
+
+def _claim_and_train(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
+                     ticket: str, slot: Slot | None) -> int | None:
     settings = get_settings()
     client = RunClient(report_url, run_id, deadline=settings.report_deadline_seconds)
     try:
@@ -63,24 +76,28 @@ def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
         client.close()  # the web app is unreachable: put the run back in the queue for later
         raise self.retry(exc=exc, countdown=CLAIM_RETRY_SECONDS) from exc
     try:
-        return _train_claimed(client, run_id, spec, report_url, token)
+        return _train_claimed(client, run_id, spec, report_url, token, slot)
     finally:
         client.close()
 
 
 def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_url: str,
-                   token: str) -> int:
+                   token: str, slot: Slot | None = None) -> int:
     settings = get_settings()
     out = settings.runs_dir / str(run_id)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(spec))
     for stale in (out / "metrics.jsonl", out / "metrics.jsonl.acked"):
         stale.unlink(missing_ok=True)
-    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid())}
+    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid()), **slot_env(slot)}
     stderr_path = out / "stderr.log"
     command = _child_command(run_id, str(out / "spec.json"), report_url, str(out),
                              settings.report_deadline_seconds)
     with (out / "stdout.log").open("wb") as stdout, stderr_path.open("wb") as stderr:
+        if slot is not None:  # the run's Logs tab says which devices it trains on
+            stdout.write(f"[grpodeck] device slot {slot.index + 1}: {VISIBLE_ENV}="
+                         f"{slot.visible}\n".encode())
+            stdout.flush()
         try:
             command = multi_process_command(spec, out, command, stdout)
         except ValueError as exc:  # this worker cannot start it on its devices

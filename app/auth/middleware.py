@@ -43,10 +43,17 @@ def _credentials(request: Request) -> tuple[str | None, str | None]:
 
 def resolve(request: Request) -> tuple[Identity | None, str]:
     """(identity or None, why not) for one request; runs in a worker thread (database)."""
+    return identify(request.scope, *_credentials(request))
+
+
+def identify(scope: Scope, key: str | None,
+             session_id: str | None) -> tuple[Identity | None, str]:
+    """(identity or None, why not) for these credentials; development mode as ``resolve``
+    says. Routes that take only header credentials (the MLflow-compatible API) call it with
+    ``session_id=None``."""
     settings = get_settings()
-    key, session_id = _credentials(request)
     with get_sessionmaker()() as db:
-        local = is_local_request(request.scope)
+        local = is_local_request(scope)
         dev = local and (settings.auth == "off"
                          or (settings.auth == "auto" and not service.any_users(db)))
         user, via, why = None, "none", "log in, or send an API key (Authorization: Bearer gd_...)"

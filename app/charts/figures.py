@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from app.charts.panels import Panel, names_for, panels_for, title_for
+from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
 from app.metrics.series import Series
 
 LAYOUT: dict[str, Any] = {
@@ -202,16 +202,21 @@ def marks_by_panel(findings: list[dict[str, Any]], objectives: Sequence[str] = (
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None,
                 objectives: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """All charts a run has data for, each as {key, title, figure, note, log_toggle}; the note
-    lists the chart's non-finite values (None when all are finite). ``objectives``: the run's
-    monitor-only rewards, drawn against the trained reward on a chart of their own."""
-    out = []
+    """All charts a run has data for, each as {key, title, figure, note, log_toggle, group,
+    group_title}; the note lists the chart's non-finite values (None when all are finite);
+    ``group_title`` is set on the first chart of a group that has one (the system metrics).
+    ``objectives``: the run's monitor-only rewards, drawn against the trained reward on a chart
+    of their own."""
+    out: list[dict[str, Any]] = []
     for panel in panels_for(objectives):
         fig = figure(panel, series, (marks or {}).get(panel.key))
         if fig is not None:
             primary, secondary = names_for(panel, sorted(series))
             note = nonfinite_note(nonfinite_points(primary + secondary, series),
                                   several=len(primary) + len(secondary) > 1)
+            opens = not out or out[-1]["group"] != panel.group
             out.append({"key": panel.key, "title": title_for(panel, sorted(series)),
-                        "figure": fig, "note": note, "log_toggle": panel.log_toggle})
+                        "figure": fig, "note": note, "log_toggle": panel.log_toggle,
+                        "group": panel.group,
+                        "group_title": GROUP_TITLES.get(panel.group) if opens else None})
     return out

@@ -22,6 +22,11 @@ class Panel:
     percent: bool = False  # the left axis holds shares (0..1): percent ticks, 0..100 %
     log_toggle: bool = False  # offer a log scale (heavy-tailed, positive metrics)
     title_without: tuple[str, str] = ("", "")  # (metric, title): the title when it is absent
+    group: str = "training"  # charts of one group sit together; a new group opens with its title
+
+
+# The chart groups' titles, shown above a group's first chart (the training group needs none).
+GROUP_TITLES = {"system": "System (the training process: CPU, memory, GPU, throughput)"}
 
 
 PANELS: tuple[Panel, ...] = (
@@ -47,6 +52,19 @@ PANELS: tuple[Panel, ...] = (
     Panel("grad_norm", "Gradient norm", ("grad_norm",), y_title="L2 norm", log_toggle=True),
     Panel("loss", "Loss", ("loss",), y_title="loss"),
     Panel("learning_rate", "Learning rate", ("learning_rate",), y_title="learning rate"),
+    # system/* (grpodeck.client.system samples them on the reporting process); CPU first: every
+    # sample has it, so the group's title always opens on the same chart
+    Panel("system_cpu", "CPU (training process)", ("system/cpu_percent",),
+          y_title="% of one core", group="system"),
+    Panel("system_rss", "Resident memory (training process)", ("system/rss_bytes",),
+          y_title="bytes", group="system"),
+    Panel("system_gpu_memory", "GPU memory (torch allocator)",
+          ("system/gpu*/mem_reserved_bytes", "system/gpu*/mem_allocated_bytes",
+           "system/gpu*/mem_total_bytes"), y_title="bytes", group="system"),
+    Panel("system_gpu_util", "GPU utilisation", ("system/gpu*/util_percent",),
+          y_title="% busy", group="system"),
+    Panel("system_throughput", "Throughput", ("system/tokens_per_s",), y_title="tokens / s",
+          group="system"),
 )
 
 

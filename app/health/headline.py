@@ -32,6 +32,7 @@ KEY_NUMBERS: dict[str, tuple[str, ...]] = {
     "numerical_instability": ("{nonfinite_rows} NaN/inf rows in {metric}",
                               "{spike_count} gradient-norm spikes"),
     "dead_reward_component": ("{component} constant at {constant_value}",),
+    "oom_risk": ("{gpu} memory {reserved_share_peak:.0%} reserved",),
 }
 
 

@@ -112,6 +112,12 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
         state, through = entry.state, entry.through
         persisted_at, evaluated_at = entry.persisted_at, entry.evaluated_at
         pending = [*entry.pending, *rows]  # a new list: a rolled-back batch leaves no trace
+    elif not run.diagnostics_revision and db.get(DiagnosticsRecord, run.id) is None:
+        # Never diagnosed: every transaction that stores points also bumps the revision, so the
+        # only points stored are this batch's rows. Reading them back (what ``_load`` would do)
+        # cost a run's first batch more than storing them.
+        state, through, pending = DiagnosticsState.new(context), -1, list(rows)
+        persisted_at = evaluated_at = 0.0
     else:  # the replay includes this batch's rows: they were stored before diagnostics ran
         state, through, replayed = _load(db, run, context)
         pending = list(rows) if not replayed else []

@@ -79,6 +79,16 @@ def _external_tags(body: ExternalRunIn) -> list[str]:
 def _register_external(body: ExternalRunIn, request: Request, db: SessionDep,
                        user_id: int | None) -> ExternalRunOut:
     """A run a script trains itself, with the tags, group and alert rules it asked for."""
+    run, token = register_external(body, db, user_id)
+    db.commit()
+    url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
+    return ExternalRunOut(id=run.id, token=token, url=url)
+
+
+def register_external(body: ExternalRunIn, db: SessionDep,
+                      user_id: int | None) -> tuple[Run, str]:
+    """Store an outside run with its tags, group and alert rules (flushed, not committed): the
+    one way every reporting path (this API, the MLflow-compatible one) creates it."""
     tags = _external_tags(body)
     spec = dict(body.spec)
     if body.alerts is not None:
@@ -89,9 +99,7 @@ def _register_external(body: ExternalRunIn, request: Request, db: SessionDep,
     run, token = service.create_external_run(db, name=body.name, spec=spec, created_by=user_id)
     if tags:
         listing.set_tags(db, run, tags)
-    db.commit()
-    url = f"{str(request.base_url).rstrip('/')}/runs/{run.id}"
-    return ExternalRunOut(id=run.id, token=token, url=url)
+    return run, token
 
 
 @router.get("", response_model=list[RunOut])

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.core.config import get_settings
 from app.core.db import begin_write
+from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
 from app.runs.models import Run
@@ -122,7 +123,9 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
 
 
 def delete_run(db: Session, run: Run) -> None:
-    """Remove a finished run; its metrics, findings and rollouts go with it (ON DELETE CASCADE)."""
+    """Remove a finished run; its findings, rollups and rollouts go with it (ON DELETE CASCADE),
+    its points are deleted here: on PostgreSQL they have no foreign key (migration ingest_0001)."""
+    db.execute(delete(MetricPoint).where(MetricPoint.run_id == run.id))
     db.delete(run)
     db.flush()
 

@@ -18,11 +18,14 @@ def routes_of(routers: Iterable[APIRouter]) -> list[tuple[frozenset[str], re.Pat
             if isinstance(r, APIRoute)]
 
 
-def install(app: FastAPI, *, token_routers: Iterable[APIRouter]) -> None:
+def install(app: FastAPI, *, token_routers: Iterable[APIRouter],
+            own_auth_routers: Iterable[APIRouter] = ()) -> None:
     """Outermost first: every response gets the headers, a cross-site post is refused before
     anything else, then the caller is identified. ``token_routers`` carry their own per-run
-    token (the worker's report endpoints): no login and no origin check there."""
+    token (the worker's report endpoints): no login and no origin check there.
+    ``own_auth_routers`` identify their callers themselves, from headers only, answering a
+    refusal in their own protocol's shape (the MLflow-compatible API); the origin check stays."""
     exempt = routes_of(token_routers)
-    app.add_middleware(AuthMiddleware, exempt=exempt)
+    app.add_middleware(AuthMiddleware, exempt=[*exempt, *routes_of(own_auth_routers)])
     app.add_middleware(CrossOriginProtection, exempt=exempt)
     app.add_middleware(SecurityHeaders)

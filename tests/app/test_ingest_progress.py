@@ -52,26 +52,26 @@ def stored(db: Session) -> dict[tuple[int, str], tuple[float | None, str | None]
 
 def test_later_row_for_the_same_step_and_name_wins() -> None:
     points = to_points(7, [(1, {"reward": 0.1, "kl": 0.5}), (1, {"reward": 0.9}), (2, {"reward": 0.2})])
-    by_key = {(p.step, p.name): p for p in points}
+    by_key = {(p[2], p[1]): p for p in points}
     assert len(points) == 3
-    assert by_key[(1, "reward")]._asdict() == {"run_id": 7, "step": 1, "name": "reward",
-                                               "value": 0.9, "raw": None}
-    assert by_key[(1, "kl")].value == 0.5 and by_key[(2, "reward")].value == 0.2
-    assert [(p.name, p.step) for p in points] == [("kl", 1), ("reward", 1), ("reward", 2)]
+    assert by_key[(1, "reward")] == (7, "reward", 1, 0.9, None)  # run, name, step, value, raw
+    assert by_key[(1, "kl")][3] == 0.5 and by_key[(2, "reward")][3] == 0.2
+    assert [(name, step) for _, name, step, _, _ in points] == [
+        ("kl", 1), ("reward", 1), ("reward", 2)]
 
 
 def test_non_finite_values_are_kept_as_their_text() -> None:
-    points = {p.name: p for p in to_points(1, [(3, {"a": math.nan, "b": math.inf,
-                                                     "c": -math.inf, "d": 0.0})])}
-    assert (points["a"].value, points["a"].raw) == (None, "nan")
-    assert (points["b"].value, points["b"].raw) == (None, "inf")
-    assert (points["c"].value, points["c"].raw) == (None, "-inf")
-    assert (points["d"].value, points["d"].raw) == (0.0, None)
+    points = {p[1]: p[3:] for p in to_points(1, [(3, {"a": math.nan, "b": math.inf,
+                                                       "c": -math.inf, "d": 0.0})])}
+    assert points["a"] == (None, "nan")
+    assert points["b"] == (None, "inf")
+    assert points["c"] == (None, "-inf")
+    assert points["d"] == (0.0, None)
 
 
 def test_long_names_are_cut_to_the_column_size() -> None:
     (point,) = to_points(1, [(1, {"x" * 250: 1.0})])
-    assert point.name == "x" * 200
+    assert point[1] == "x" * 200
 
 
 def test_upsert_overwrites_instead_of_duplicating(db: Session) -> None:

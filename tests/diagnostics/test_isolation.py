@@ -83,14 +83,15 @@ def test_the_unbroken_run_has_both_kl_findings_and_no_note() -> None:
 def test_tracked_metrics_come_from_the_declarations() -> None:
     exact, patterns = state.tracked_reads()
     assert exact == {r for d in DETECTORS for r in d.reads if "*" not in r}
-    assert patterns == ("rewards/*/mean",)
+    assert patterns == ("rewards/*/mean", "system/gpu*/mem_reserved_bytes",
+                        "system/gpu*/mem_total_bytes")
     assert (state.TRACKED, state.TRACKED_PATTERNS) == (exact, patterns)  # what the state keeps
     assert state._tracked("completions/clipped_ratio") and not state._tracked("clip_ratio/low_mean")
     new = Detector("probe", ("completions/mean_terminated_length", "eval_rewards/*/mean"),
                    lambda v: [])
     exact2, patterns2 = state.tracked_reads(DETECTORS + (new,))
     assert "completions/mean_terminated_length" in exact2 - exact
-    assert patterns2 == ("eval_rewards/*/mean", "rewards/*/mean")
+    assert patterns2 == ("eval_rewards/*/mean", *patterns)
 
 
 def test_a_scoped_view_refuses_an_undeclared_metric() -> None:

@@ -18,17 +18,20 @@ from tests.stack import PrivateRedis, Stack
 
 @contextmanager
 def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None,
-               private_redis: bool = False, scheduler: bool = False) -> Iterator[Stack]:
+               private_redis: bool = False, scheduler: bool = False,
+               worker_concurrency: int | None = 1) -> Iterator[Stack]:
     """A started stack of ``kind``; everything it started is stopped and dropped afterwards,
     also when it fails half-way through starting. ``scheduler``: also run `grpodeck scheduler`
     (the lost-run check and the alert sender live there). ``private_redis``: a redis-server of the
     stack's own (for drills that restart it) instead of db 9 of the shared one (each stack has
-    its own queue there, so stacks never take each other's tasks)."""
+    its own queue there, so stacks never take each other's tasks). ``worker_concurrency``: the
+    worker's ``--concurrency`` (None: left to the worker, one per device slot)."""
     with ExitStack() as cleanup:
         if kind == "embedded":
             live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}",
                          f"sqla+sqlite:///{workdir / 'broker.db'}", workdir,
-                         extra_env=extra_env or {}, scheduler=scheduler)
+                         extra_env=extra_env or {}, scheduler=scheduler,
+                         worker_concurrency=worker_concurrency)
         else:
             database = cleanup.enter_context(postgres_database("grpodeck_it"))
             broker_url = "redis://127.0.0.1:6379/9"
@@ -37,7 +40,7 @@ def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None
                 cleanup.callback(broker.stop)
                 broker_url = broker.url
             live = Stack(database, broker_url, workdir, extra_env=extra_env or {},
-                         scheduler=scheduler)
+                         scheduler=scheduler, worker_concurrency=worker_concurrency)
         cleanup.callback(live.stop)  # registered before start: runs even when start() fails
         yield live.start()
 

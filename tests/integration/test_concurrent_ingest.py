@@ -66,11 +66,12 @@ def _value(run: int, step: int, name: str, attempt: int) -> float:
     return round(math.sin(run + step / 7 + len(name)) + attempt / 1000, 6)
 
 
-def _report(url: str, run_id: int, token: str, errors: list[str]) -> None:
+def _report(url: str, run_id: int, token: str, errors: list[str], batches: int = BATCHES,
+            steps_per_batch: int = STEPS_PER_BATCH) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
-        for b in range(BATCHES):
-            steps = range(1 + b * STEPS_PER_BATCH, 1 + (b + 1) * STEPS_PER_BATCH)
+        for b in range(batches):
+            steps = range(1 + b * steps_per_batch, 1 + (b + 1) * steps_per_batch)
             # every third batch is sent twice (a retry after a lost reply), the second time with
             # other values: the second must win and nothing may be duplicated
             for attempt in range(2 if b % 3 == 0 else 1):
@@ -87,8 +88,12 @@ def _report(url: str, run_id: int, token: str, errors: list[str]) -> None:
                 errors.append(f"run {run_id} control: {control.status_code}")
 
 
+# (batches, steps per batch): the live reporter's small batches, and big ones (90 steps x 25
+# metrics: PostgreSQL COPYs them straight into the table, a re-sent one takes the staged upsert)
+@pytest.mark.parametrize(("batches", "steps_per_batch"), [(BATCHES, STEPS_PER_BATCH), (6, 90)],
+                         ids=["small", "big"])
 def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
-        server: str, database_url: str) -> None:
+        server: str, database_url: str, batches: int, steps_per_batch: int) -> None:
     engine = make_engine(database_url)
     with Session(engine) as db:
         runs = [service.create_run(db, spec=RunSpec(name=f"c{i}", model="builtin:tiny-random",
@@ -102,25 +107,26 @@ def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
         assert response.status_code == 200, response.text
         ids.append((run_id, response.json()["token"]))
     errors: list[str] = []
-    threads = [threading.Thread(target=_report, args=(server, run_id, token, errors))
+    threads = [threading.Thread(target=_report,
+                                args=(server, run_id, token, errors, batches, steps_per_batch))
                for run_id, token in ids]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=600)
     assert errors == []
-    last_step = BATCHES * STEPS_PER_BATCH
+    last_step = batches * steps_per_batch
     with Session(engine) as db:
         for run_id, _ in ids:
             points = db.execute(select(MetricPoint.step, MetricPoint.name, MetricPoint.value)
                                 .where(MetricPoint.run_id == run_id)).all()
             assert len(points) == last_step * len(METRICS)  # once each, none missing
-            expected = {(s, n): _value(run_id, s, n, 1 if (s - 1) // STEPS_PER_BATCH % 3 == 0 else 0)
+            expected = {(s, n): _value(run_id, s, n, 1 if (s - 1) // steps_per_batch % 3 == 0 else 0)
                         for s in range(1, last_step + 1) for n in METRICS}
             assert {(s, n): v for s, n, v in points} == expected
             run = db.get(Run, run_id)
             assert run is not None and run.status == "running" and run.current_step == last_step
-            assert run.diagnostics_revision >= BATCHES  # every batch went through diagnostics
+            assert run.diagnostics_revision >= batches  # every batch went through diagnostics
             keys = db.scalar(select(func.count()).select_from(FindingRecord)
                              .where(FindingRecord.run_id == run_id))
             distinct = db.scalar(select(func.count(func.distinct(FindingRecord.category + FindingRecord.metric_key)))

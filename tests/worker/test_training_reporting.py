@@ -53,6 +53,7 @@ class Run:
         self.args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
         self.control = TrainerControl()
         self.spool = tmp_path / "metrics.jsonl"
+        kwargs.setdefault("system_seconds", 0)  # these count rows: no system/* samples among them
         self.rep = MetricsReporter(url, run_id, kwargs.pop("token", "t"), spool_path=self.spool,
                                    **kwargs)
         self.rep.on_train_begin(self.args, _state(0), self.control)

@@ -40,7 +40,27 @@ def test_train_reports_one_row_per_step(receiver, tmp_path: Path) -> None:
     # the local spool holds every row, exactly as sent: the record if the server was down
     spool = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in spool] == receiver.rows
-    assert [r["step"] for r in receiver.rows] == [1, 2, 3, 3]
+    assert [r["step"] for r in receiver.rows if not system_only(r)] == [1, 2, 3, 3]
+
+
+def system_only(row: dict) -> bool:  # type: ignore[type-arg]
+    """A row of the system sampler (grpodeck.client.system): only ``system/*`` names."""
+    return all(name.startswith("system/") for name in row["metrics"])
+
+
+def test_a_training_run_reports_its_system_metrics(receiver, tmp_path: Path) -> None:
+    train({**SPEC, "max_steps": 3}, 12, receiver.url, "t", str(tmp_path))
+    samples = [r for r in receiver.rows if system_only(r)]
+    assert samples, "no system metrics were reported"
+    last = samples[-1]  # the sample taken as training ended, at the last step
+    assert last["step"] == 3
+    assert {"system/cpu_percent", "system/rss_bytes"} <= set(last["metrics"])
+    assert last["metrics"]["system/rss_bytes"] > 50e6  # torch and the model are in memory
+    assert not [k for r in samples for k in r["metrics"] if "gpu" in k]  # CPU torch here
+    # tokens/s rides in the step's own row, from the num_tokens TRL logs, from the 2nd log on
+    rates = {r["step"]: r["metrics"]["system/tokens_per_s"] for r in receiver.rows
+             if "system/tokens_per_s" in r["metrics"]}
+    assert sorted(rates) == [2, 3] and all(v > 0 for v in rates.values())
 
 
 def test_stop_answer_ends_training_early(receiver, tmp_path: Path) -> None:

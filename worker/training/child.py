@@ -177,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     who = f" rank{rank()}" if world_size() > 1 else ""
     logging.basicConfig(level=logging.INFO,
                         format=f"%(asctime)s{who} %(levelname)s %(name)s: %(message)s")
+    log.info("devices: CUDA_VISIBLE_DEVICES=%s",  # what this child was given (worker.slots)
+             os.environ.get("CUDA_VISIBLE_DEVICES", "unset (every device)"))
     token = os.environ.get(TOKEN_ENV)
     if not token:
         parser.error(f"the run token must be in ${TOKEN_ENV}")

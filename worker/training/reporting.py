@@ -23,6 +23,10 @@ same batches, the latest few kept in memory only (samples, not the record).
 ``on_train_end`` delivers everything for up to ``report_deadline`` seconds; whatever is still
 unacknowledged when the child exits stays in the spool, and the supervisor (``worker.tasks``)
 replays it.
+
+System metrics (CPU %, RSS, GPU memory and utilisation, tokens/s: ``system/*``) come from the
+client's ``SystemSampler``, started with the sender on rank 0 and closed (a last sample) before
+the final delivery.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from grpodeck.client.callback import SenderCallback, encode_value, rows_from_logs  # noqa: F401
 from grpodeck.client.sender import Sender, Target
+from grpodeck.client.system import start_sampler
 
 
 class MetricsReporter(SenderCallback):
@@ -42,8 +47,10 @@ class MetricsReporter(SenderCallback):
 
     def __init__(self, report_url: str, run_id: int | str, token: str, *,
                  spool_path: str | Path, batch_rows: int = 20, flush_seconds: float = 5.0,
-                 timeout: float = 10.0, report_deadline: float = 300.0) -> None:
+                 timeout: float = 10.0, report_deadline: float = 300.0,
+                 system_seconds: float | None = None) -> None:
         self.report_deadline = report_deadline
+        self.system_seconds = system_seconds  # None: $GRPODECK_SYSTEM_SECONDS or 10 s
         self._sender = Sender(Target(report_url, run_id, token), Path(spool_path),
                               flush_seconds=flush_seconds, batch_rows=batch_rows, timeout=timeout)
 
@@ -64,6 +71,8 @@ class MetricsReporter(SenderCallback):
         if state.is_world_process_zero and self._sender.ident is None:
             self.sender = self._sender
             self._sender.start()
+            # system/* metrics, on the process that reports (rank 0): grpodeck.client.system
+            self.sampler = start_sampler(self._sender.put_rows, seconds=self.system_seconds)
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                      **kwargs: Any) -> None:

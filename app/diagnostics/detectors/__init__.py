@@ -12,6 +12,7 @@ from app.diagnostics.detectors import (
     kl,
     length,
     lost,
+    memory,
     numerics,
     rollouts,
     stalled,
@@ -19,7 +20,7 @@ from app.diagnostics.detectors import (
 )
 
 _MODULES = (zero_spread, stalled, entropy, kl, length, hacking, divergence, collapse, numerics,
-            dead_component, lost, rollouts)
+            dead_component, lost, rollouts, memory)
 DETECTORS: tuple[Detector, ...] = tuple(d for m in _MODULES for d in m.DETECTORS)
 
 __all__ = ["DETECTORS", "Detector"]

@@ -2,7 +2,7 @@
 ``run.log({...}, step=N)`` and ``run.finish()`` from any loop, or
 ``callbacks=[DeckCallback(url=..., name=...)]`` in a TRL script.
 
-Needs only ``httpx`` and ``pydantic`` (``DeckCallback`` also ``transformers``:
+Needs only ``httpx``, ``pydantic`` and ``psutil`` (``DeckCallback`` also ``transformers``:
 ``pip install 'grpodeck-client[trl]'``, clients/python).
 Names are loaded on first use, so ``grpodeck.client.spool`` (which the worker's Celery process
 imports) does not drag ``transformers`` in with it.

@@ -29,6 +29,7 @@ from grpodeck.client.run import (  # noqa: F401  (encode_value, rows_from_logs: 
     rows_from_logs,
 )
 from grpodeck.client.sender import Sender
+from grpodeck.client.system import SystemSampler
 from grpodeck.contract.alerts import AlertRules
 
 log = logging.getLogger("grpodeck.client")
@@ -54,11 +55,14 @@ class SenderCallback(TrainerCallback):
     ``on_log``/``on_step_end``. Nothing here waits on the network."""
 
     sender: Sender | None = None
+    sampler: SystemSampler | None = None  # system metrics (grpodeck.client.system)
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if self.sender is None or not logs or not state.is_world_process_zero:
             return
+        if self.sampler is not None:  # the step its samples carry; tokens/s for this row
+            logs = {**logs, **self.sampler.note(state.global_step, logs)}
         self._before_rows(state, logs)
         self.sender.put_rows(rows_from_logs(state.global_step, logs))
         self._obey(control)
@@ -77,6 +81,9 @@ class SenderCallback(TrainerCallback):
     def _close_sender(self, deadline: float) -> Sender | None:
         """Deliver what is queued and spooled (waiting up to ``deadline`` s); the sender, now
         stopped, or None when there was none."""
+        sampler, self.sampler = self.sampler, None
+        if sampler is not None:
+            sampler.close()  # its last sample goes out with the rest
         sender, self.sender = self.sender, None
         if sender is not None and not sender.close(deadline):
             log.warning("grpodeck: %d rows were not delivered; they are in %s", sender.pending(),
@@ -97,7 +104,8 @@ class DeckCallback(SenderCallback):
     instead of training unreported. After ``train()``, ``stopped_reason`` says whether the Deck
     stopped the run ("cancelled", "guard_rail: ...") or None. ``artifacts``: upload each
     checkpoint folder the trainer saves (``save_steps``) to the run's Artifacts tab, waiting for
-    the upload at each save (a failed upload is a warning).
+    the upload at each save (a failed upload is a warning). ``system_metrics``: sample CPU,
+    memory, GPU and tokens/s every ``system_seconds`` (``grpodeck.client.system``).
     """
 
     def __init__(self, url: str | None = None, name: str | None = None, api_key: str | None = None,
@@ -106,9 +114,11 @@ class DeckCallback(SenderCallback):
                  finish_deadline: float = 120.0, timeout: float = 5.0,
                  tags: list[str] | None = None, group: str | None = None,
                  alerts: AlertRules | dict[str, Any] | None = None,
-                 strict: bool = False, artifacts: bool = False) -> None:
+                 strict: bool = False, artifacts: bool = False, system_metrics: bool = True,
+                 system_seconds: float | None = None) -> None:
         self.url, self.name, self.api_key = url, name, api_key
         self.artifacts = artifacts
+        self.system_metrics, self.system_seconds = system_metrics, system_seconds
         self.spool_dir = Path(spool_dir) if spool_dir else None
         self.flush_seconds = flush_seconds
         self.rollout_every, self.rollout_groups = max(1, rollout_every), rollout_groups
@@ -158,8 +168,9 @@ class DeckCallback(SenderCallback):
                         stop_on_critical=self.stop_on_critical,
                         spool_dir=self.spool_dir or Path(args.output_dir or ".") /
                         "grpodeck-spool", flush_seconds=self.flush_seconds,
-                        timeout=self.timeout, finish_deadline=self.finish_deadline)
-        self.sender = self.run.sender
+                        timeout=self.timeout, finish_deadline=self.finish_deadline,
+                        system_metrics=self.system_metrics, system_seconds=self.system_seconds)
+        self.sender, self.sampler = self.run.sender, self.run.sampler
         if self.sender is not None and self._trainer is None and self.rollout_groups > 0:
             self._warn_once("rollouts", "grpodeck: metrics only; call DeckCallback.attach(trainer)"
                             " to also send rollouts")
@@ -199,6 +210,6 @@ class DeckCallback(SenderCallback):
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                      **kwargs: Any) -> None:
         """Deliver what is spooled (waiting up to ``finish_deadline``), then end the run."""
-        self.sender = None
+        self.sender = self.sampler = None  # Run.finish closes both
         if self.run is not None:
             self.run.finish()

@@ -26,6 +26,7 @@ from typing import Any, Self
 import httpx
 
 from grpodeck.client.sender import Sender, Target
+from grpodeck.client.system import SystemSampler, start_sampler
 from grpodeck.contract.alerts import AlertRules
 from grpodeck.contract.artifacts import ArtifactOut
 from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
@@ -118,8 +119,10 @@ class Run:
     ``strict``) every method is a no-op, so a loop never needs to check."""
 
     def __init__(self, url: str, name: str, info: ExternalRunOut | None,
-                 sender: Sender | None, finish_deadline: float) -> None:
+                 sender: Sender | None, finish_deadline: float,
+                 sampler: SystemSampler | None = None) -> None:
         self.url, self.name, self.info, self.sender = url, name, info, sender
+        self.sampler = sampler
         self.finish_deadline = finish_deadline
         self.status: str | None = None  # the final status, once finished
         self._step = -1
@@ -146,6 +149,8 @@ class Run:
         """Queue one step's metrics (never waits on the network). ``step`` defaults to one past
         the last; names starting ``eval_`` go to the eval row; non-numbers are left out."""
         self._step = self._step + 1 if step is None else int(step)
+        if self.sampler is not None:  # the step its samples carry; tokens/s for this row
+            metrics = {**metrics, **self.sampler.note(self._step, metrics)}
         if self.sender is not None:
             self.sender.put_rows(rows_from_logs(self._step, metrics))
 
@@ -186,6 +191,9 @@ class Run:
         """Deliver what is queued and spooled (up to ``finish_deadline`` s), then end the run:
         ``status`` "succeeded" or "failed" (with ``error``). The Deck's final status (a run it
         stopped ends "cancelled"), or None when it never heard."""
+        sampler, self.sampler = self.sampler, None
+        if sampler is not None:
+            sampler.close()  # its last sample goes out with the rest
         sender, self.sender = self.sender, None
         if sender is None:
             return self.status
@@ -254,14 +262,18 @@ def init(url: str | None = None, name: str | None = None, *,
          group: str | None = None, alerts: AlertRules | dict[str, Any] | None = None,
          api_key: str | None = None, strict: bool = False, stop_on_critical: bool = False,
          spool_dir: str | Path | None = None, flush_seconds: float = 2.0,
-         timeout: float = 5.0, finish_deadline: float = 120.0) -> Run:
+         timeout: float = 5.0, finish_deadline: float = 120.0, system_metrics: bool = True,
+         system_seconds: float | None = None) -> Run:
     """Register a run at ``url`` (or ``$GRPODECK_URL``) and start reporting it.
 
     ``config``: the hyperparameters shown on the run page (flat or nested dict of scalars);
     ``tags``/``group``: as on the runs list (the group is the tag ``group:NAME``); ``alerts``:
     the launch form's rules (``{"urls": [...], "min_severity": "warning", "ignore": [...]}``);
     ``api_key`` (or ``$GRPODECK_API_KEY``); ``stop_on_critical``: the guard rail may stop it;
-    ``spool_dir``: where undelivered rows wait (default ``./grpodeck-spool``)."""
+    ``spool_dir``: where undelivered rows wait (default ``./grpodeck-spool``);
+    ``system_metrics``: sample CPU %, RSS, GPU memory/utilisation and tokens/s as ``system/*``
+    every ``system_seconds`` (default ``$GRPODECK_SYSTEM_SECONDS`` or 10; see
+    ``grpodeck.client.system``)."""
     url, name = env_url(url), name or "external run"
     try:
         rules = AlertRules.model_validate(alerts) if isinstance(alerts, dict) else alerts
@@ -285,4 +297,5 @@ def init(url: str | None = None, name: str | None = None, *,
                     timeout=timeout)
     sender.start()
     print(f"GRPO Deck: run {info.id} is live at {info.url}", file=sys.stderr, flush=True)
-    return Run(url, name, info, sender, finish_deadline)
+    return Run(url, name, info, sender, finish_deadline,
+               start_sampler(sender.put_rows, system_metrics, system_seconds))

@@ -1,0 +1,78 @@
+"""System metrics on the run page (issue 25): ``system/*`` rows go through ingest as any metric,
+and the page draws them as their own chart group after the training charts, with the group's
+title on its first chart, their words in the chart summaries, NaN as a gap, and the oom_risk
+finding (with its key number) shaded on the GPU memory chart."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi.testclient import TestClient
+
+from app.metrics.names import normalize_row
+from tests.app.conftest import html, one, running_run
+
+GB = 1e9
+
+
+def system_rows(steps: range, reserved_share: float) -> list[dict]:  # type: ignore[type-arg]
+    return [{"step": s, "metrics": {
+        "reward": 0.1 * s, "loss": 0.5,
+        "system/cpu_percent": 150.0 + s, "system/rss_bytes": 3 * GB,
+        "system/gpu0/mem_reserved_bytes": reserved_share * 80 * GB,
+        "system/gpu0/mem_allocated_bytes": 40 * GB, "system/gpu0/mem_total_bytes": 80 * GB,
+        "system/gpu0/util_percent": 90.0, "system/tokens_per_s": 1_000.0 + s}} for s in steps]
+
+
+def test_ingest_keeps_system_names_and_values_as_sent() -> None:
+    row = {"system/gpu0/mem_reserved_bytes": 7.5e10, "system/cpu_percent": "nan",
+           "system/tokens_per_s": 12}
+    out = normalize_row(row)
+    assert set(out) == set(row) and out["system/gpu0/mem_reserved_bytes"] == 7.5e10
+    assert out["system/tokens_per_s"] == 12.0 and out["system/cpu_percent"] != out[
+        "system/cpu_percent"]  # NaN kept: a gap on the chart
+
+
+def test_the_run_page_draws_system_metrics_as_their_own_group(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    rows = system_rows(range(1, 9), 0.97)
+    rows.append({"step": 9, "metrics": {"system/cpu_percent": "nan"}})
+    for row in rows:  # one batch per step, as a live run reports: the finding confirms
+        sent = client.post(f"/api/runs/{run_id}/metrics", json={"rows": [row]}, headers=headers)
+        assert sent.status_code == 200, sent.text
+    page = client.get(f"/runs/{run_id}").text
+    boxes = html(page).select("#charts-panel .chart-box")
+    keys = [b["data-key"] for b in boxes]
+    groups = [b["data-group"] for b in boxes]
+    system = ["system_cpu", "system_rss", "system_gpu_memory", "system_gpu_util",
+              "system_throughput"]
+    assert keys[-5:] == system and "reward" in keys
+    assert groups == ["training"] * (len(keys) - 5) + ["system"] * 5  # together, after training
+    title = one(page, "#chart-group-system")
+    assert title.get_text().startswith("System") and title.find_parent(
+        class_="chart-box")["data-key"] == "system_cpu"  # on the group's first chart only
+    memory = json.loads(one(page, "#chart-system_gpu_memory")["data-figure"])
+    assert [t["name"] for t in memory["data"] if t.get("meta") is None] == [
+        "system/gpu0/mem_reserved_bytes", "system/gpu0/mem_allocated_bytes",
+        "system/gpu0/mem_total_bytes"]
+    assert [s["x0"] for s in memory["layout"]["shapes"]] == [1]  # the oom_risk range, shaded
+    cpu = json.loads(one(page, "#chart-system_cpu")["data-figure"])
+    assert cpu["data"][0]["y"][-1] is None  # NaN is a gap
+    assert "1 non-finite value: NaN at step 9" in one(page, "#nonfinite-system_cpu").get_text()
+    findings = client.get(f"/api/runs/{run_id}/findings").json()
+    risk = [f for f in findings["findings"] if f["category"] == "oom_risk"]
+    assert len(risk) == 1 and risk[0]["metric"] == "system/gpu0/mem_reserved_bytes"
+    assert risk[0]["severity"] == "warning"
+    assert "gpu0 memory 97% reserved" in page
+    summaries = client.get(f"/runs/{run_id}/_summaries").text
+    assert "Throughput" in summaries and "last 1008 at step 8" in summaries
+
+
+def test_a_run_without_system_metrics_has_no_system_group(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    rows = [{"step": s, "metrics": {"reward": 0.1 * s}} for s in range(1, 5)]
+    assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers).status_code == 200
+    page = client.get(f"/runs/{run_id}").text
+    assert not html(page).select("#chart-group-system, .chart-box[data-group=system]")
+    assert html(page).select(".chart-box[data-key=reward]")
