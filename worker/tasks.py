@@ -22,13 +22,14 @@ from typing import Any
 from celery import Task
 
 from grpodeck.client import spool
+from grpodeck.contract.log_markers import slot_line
 from grpodeck.contract.tasks import TRAIN_RUN
 from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
-from worker.slots import VISIBLE_ENV, Slot, slot_env, take_slot, worker_slots
+from worker.slots import Slot, slot_env, take_slot, worker_slots
 from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 from worker.training.multi import multi_process_command
@@ -95,8 +96,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
                              settings.report_deadline_seconds)
     with (out / "stdout.log").open("wb") as stdout, stderr_path.open("wb") as stderr:
         if slot is not None:  # the run's Logs tab says which devices it trains on
-            stdout.write(f"[grpodeck] device slot {slot.index + 1}: {VISIBLE_ENV}="
-                         f"{slot.visible}\n".encode())
+            stdout.write(slot_line(slot.index, slot.visible).encode())
             stdout.flush()
         try:
             command = multi_process_command(spec, out, command, stdout)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpodeck.contract.catalog import is_local_dataset
+from grpodeck.contract.log_markers import rank_failed_line
 from grpodeck.contract.wire import STAGE_PREFIX
 
 if TYPE_CHECKING:
@@ -205,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()
         record_failure(output_dir, traceback.format_exc())
+        if world_size() > 1:  # after the traceback: the Devices panel marks this rank failed
+            sys.stderr.write(rank_failed_line(rank(), world_size()))
+            sys.stderr.flush()
         return 1
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from grpodeck.contract.log_markers import launch_line
 from worker.training.launch_config import (
     free_port,
     launch_command,
@@ -36,7 +37,7 @@ def multi_process_command(spec_data: dict[str, Any], out: Any, child_command: li
         raise ValueError(problem)
     files = write_launch_files(spec, caps, out)
     devices = ", ".join(d["name"] for d in caps.get("devices") or []) or caps["device"]
-    lines = [f"[grpodeck] {spec.num_processes} processes, {spec.distributed}, on {devices}\n"]
+    lines = [launch_line(spec.num_processes, spec.distributed, devices)]
     for path in files:
         lines.append(f"[grpodeck] --- {path.name} ---\n{path.read_text()}")
     stdout.write("".join(lines).encode())

@@ -13,12 +13,12 @@ rank's progress while the run is live; only rank 0 reports metrics).
 
 from __future__ import annotations
 
-import logging
+import sys
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-log = logging.getLogger("worker.training")
+from grpodeck.contract.log_markers import rank_line
 
 
 class StopTogether(TrainerCallback):
@@ -42,8 +42,10 @@ class StopTogether(TrainerCallback):
         self.agreed = bool(flag.item())
         control.should_training_stop = self.agreed
         if state.global_step % max(1, int(args.logging_steps)) == 0 or self.agreed:
-            log.info("rank %d/%d: step %d done%s", dist.get_rank(), dist.get_world_size(),
-                     state.global_step, ", stopping" if self.agreed else "")
+            # one whole line, one write: the run page's Devices panel reads it (log_markers)
+            sys.stderr.write(rank_line(dist.get_rank(), dist.get_world_size(),
+                                       state.global_step, self.agreed))
+            sys.stderr.flush()
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                **kwargs: Any) -> None:
