@@ -30,6 +30,7 @@ from app.metrics.rollups import chart_data
 from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
 from app.runs.capabilities import device_problems, vllm_problem, worker_reports
+from app.runs.devices import devices_panel
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.header import header_facts, shows_artifacts, shows_logs, shows_rollouts
 from app.runs.launch import launch
@@ -196,8 +197,17 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
     context.update(facts=header_facts(run), show_rollouts=shows_rollouts(db, run),
-                   show_logs=shows_logs(db, run), show_artifacts=shows_artifacts(db, run))
+                   show_logs=shows_logs(db, run), show_artifacts=shows_artifacts(db, run),
+                   devices=devices_panel(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
+
+
+@router.get("/runs/{run_id}/_devices", response_class=HTMLResponse)
+def devices_fragment(run_id: int, request: Request, db: SessionDep) -> Response:
+    """The Devices panel, polled while the run is live (each rank's latest step)."""
+    run = run_or_404(db, run_id)
+    return templates.TemplateResponse(request, "runs/_devices.html", {
+        **_run_context(run), "devices": devices_panel(db, run)})
 
 
 @router.get("/runs/{run_id}/_summaries", response_class=HTMLResponse)
