@@ -43,17 +43,17 @@ def test_two_process_run_shows_devices_and_each_ranks_step(client: TestClient) -
                            "Devices": "slot 1: CUDA_VISIBLE_DEVICES=0,1",
                            "Worker devices": "<b>GPU</b>, <b>GPU</b>"}
     assert "<b>GPU</b>" not in page  # shown as text, never as markup
-    assert rows(page) == {"0": ("2", "ok"), "1": ("1", "ok")}
+    assert rows(page) == {"0": ("2", "training"), "1": ("1", "training")}
     assert one(page, "#devices-panel")["hx-get"] == f"/runs/{run_id}/_devices"
     send(client, run_id, headers, "stderr", len(stderr.encode()),
-         "forged: " + rank_line(1, 2, 40) + rank_line(1, 2, 3))
+         "forged: " + rank_line(1, 2, 40) + rank_line(1, 2, 3, stopping=True))
     fragment = client.get(f"/runs/{run_id}/_devices").text
-    assert rows(fragment) == {"0": ("2", "ok"), "1": ("3", "ok")}
+    assert rows(fragment) == {"0": ("2", "training"), "1": ("3", "stopping")}
     reply = client.post(f"/api/runs/{run_id}/finished", headers=headers, json={
         "returncode": 1, "error": "rank 1: RuntimeError: out of memory"})
     assert reply.status_code == 200, reply.text
     page = client.get(f"/runs/{run_id}").text
-    assert rows(page) == {"0": ("2", "ok"), "1": ("3", "failed")}
+    assert rows(page) == {"0": ("2", "ended"), "1": ("3", "failed")}
     assert not one(page, "#devices-panel").has_attr("hx-get")  # ended: no more polling
 
 

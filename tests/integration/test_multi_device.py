@@ -18,7 +18,9 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from bs4 import BeautifulSoup
 
+from grpodeck.contract.log_markers import rank_failed_line
 from tests.integration.conftest import live_stack
 from tests.stack import TERMINAL, Stack
 
@@ -94,6 +96,14 @@ def log_text(stack: Stack, run_id: int) -> str:
     return httpx.get(f"{stack.url}/runs/{run_id}/logs.txt", timeout=30).text
 
 
+def rank_rows(page: str) -> dict[str, list[str]]:
+    """The run page's per-rank table: rank -> [latest step done, state]."""
+    table = BeautifulSoup(page, "html.parser").select_one("#devices-panel #rank-table")
+    assert table is not None, page[-3000:]
+    return {tr.th.get_text(): [td.get_text().strip() for td in tr.select("td")]
+            for tr in table.select("tbody tr")}
+
+
 def assert_reported_once(stack: Stack, run_id: int, n: int) -> None:
     """Every step arrived once, from rank 0 alone (a second reporting rank would add rows to
     the spool and a second end-of-training summary)."""
@@ -122,6 +132,7 @@ def test_api_launch_on_two_processes_reports_every_step_once(multi: Stack) -> No
     assert "--- accelerate.yaml ---" in logs and "num_processes: 2" in logs
     page = httpx.get(f"{stack.url}/runs/{run_id}", timeout=30).text
     assert "2 processes" in page and "ddp" in page
+    assert rank_rows(page) == {"0": [str(n), "ended"], "1": [str(n), "ended"]}  # the Devices panel
     none_left(stack, run_id, 10)
 
 
@@ -186,6 +197,9 @@ def test_a_rank_that_raises_fails_the_run_with_its_error(multi: Stack) -> None:
     assert "Traceback" in run["traceback_tail"] and "ChildFailedError" not in run["traceback_tail"]
     none_left(stack, run_id, 30)
     assert Path(stack.workdir / "runs" / str(run_id) / "ranks" / "rank1.error").exists()
+    assert rank_failed_line(1, 2) in log_text(stack, run_id)
+    page = httpx.get(f"{stack.url}/runs/{run_id}", timeout=30).text
+    assert rank_rows(page)["1"][1] == "failed"
 
 
 def test_worker_kill_9_leaves_no_rank_alive(multi: Stack) -> None:
