@@ -23,18 +23,28 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`grpodeck worker` in its own process group, returned once Celery says it is ready."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=ROOT,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while b"ready" not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise AssertionError(log.read_text())
+        time.sleep(0.2)
+    return proc
+
+
 def test_sigterm_to_grpodeck_worker_is_a_celery_warm_shutdown(tmp_path: Path) -> None:
     env = {**os.environ, "GRPODECK_BROKER_URL": f"sqla+sqlite:///{tmp_path / 'broker.db'}",
            "GRPODECK_RUNS_DIR": str(tmp_path / "runs"), "GRPODECK_QUEUE": f"cli-{os.getpid()}"}
     log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=ROOT,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = _start_worker(env, log)
     try:
-        deadline = time.monotonic() + 120
-        while b"ready" not in log.read_bytes():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
         title = Path(f"/proc/{proc.pid}/cmdline").read_bytes()  # Celery sets its process title
         assert b"MainProcess" in title, title  # the same pid, now Celery's main process
         proc.send_signal(signal.SIGTERM)
@@ -57,15 +67,8 @@ def _worker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_grpodeck_worker_runs_one_pool_process_per_device_slot(tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
-    env = _worker_env(tmp_path, GRPODECK_DEVICE_SLOTS="0;1;2")
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=ROOT,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = _start_worker(_worker_env(tmp_path, GRPODECK_DEVICE_SLOTS="0;1;2"), log)
     try:
-        deadline = time.monotonic() + 120
-        while b"ready" not in log.read_bytes():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
         assert "concurrency: 3 (prefork)" in log.read_text()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()

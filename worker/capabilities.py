@@ -30,18 +30,23 @@ _found: list[WorkerCapabilities] = []
 
 
 def probe() -> WorkerCapabilities:
-    """This process's device: a CUDA GPU, the vllm package (importable, not imported)."""
+    """This process's device: a CUDA GPU, the vllm and deepspeed packages (importable, not
+    imported), each visible GPU and the CPU cores (for runs on many devices)."""
     import importlib.util
 
     import torch
 
-    from worker.training.hardware import describe
+    from worker.training.hardware import describe, devices
 
     visible = os.environ.get(VISIBLE_ENV)
     return WorkerCapabilities(cuda=torch.cuda.is_available(),
                               vllm=importlib.util.find_spec("vllm") is not None,
                               device=describe() + ("" if visible is None
-                                                   else f" [{VISIBLE_ENV}={visible}]"))
+                                                   else f" [{VISIBLE_ENV}={visible}]"),
+                              devices=devices(),
+                              deepspeed=importlib.util.find_spec("deepspeed") is not None,
+                              cpu_count=len(os.sched_getaffinity(0)) if hasattr(
+                                  os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 def capabilities() -> WorkerCapabilities:
@@ -60,7 +65,8 @@ def capabilities() -> WorkerCapabilities:
             except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
                 log.warning("capability probe failed (%s): reporting no GPU", exc)
                 _found.append(WorkerCapabilities(cuda=False, vllm=False,
-                                                 device=f"unknown (probe failed: {exc})"[:200]))
+                                                 device=f"unknown (probe failed: {exc})"[:200],
+                                                 devices=[], deepspeed=False, cpu_count=1))
         return _found[0]
 
 

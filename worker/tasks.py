@@ -22,15 +22,18 @@ from typing import Any
 from celery import Task
 
 from grpodeck.client import spool
+from grpodeck.contract.log_markers import slot_line
 from grpodeck.contract.tasks import TRAIN_RUN
 from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
-from worker.slots import VISIBLE_ENV, Slot, slot_env, take_slot, worker_slots
+from worker.slots import Slot, slot_env, take_slot, worker_slots
 from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
+from worker.training.multi import multi_process_command
+from worker.training.ranks import first_failure
 
 log = logging.getLogger(__name__)
 
@@ -89,28 +92,52 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
         stale.unlink(missing_ok=True)
     env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid()), **slot_env(slot)}
     stderr_path = out / "stderr.log"
+    command = _child_command(run_id, str(out / "spec.json"), report_url, str(out),
+                             settings.report_deadline_seconds)
     with (out / "stdout.log").open("wb") as stdout, stderr_path.open("wb") as stderr:
         if slot is not None:  # the run's Logs tab says which devices it trains on
-            stdout.write(f"[grpodeck] device slot {slot.index + 1}: {VISIBLE_ENV}="
-                         f"{slot.visible}\n".encode())
+            stdout.write(slot_line(slot.index, slot.visible).encode())
             stdout.flush()
-        proc = subprocess.Popen(
-            _child_command(run_id, str(out / "spec.json"), report_url, str(out),
-                           settings.report_deadline_seconds),
-            stdout=stdout, stderr=stderr, start_new_session=True, env=env,
-        )
+        try:
+            command = multi_process_command(spec, out, command, stdout)
+        except ValueError as exc:  # this worker cannot start it on its devices
+            return _refused(client, run_id, str(exc))
+        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True,
+                                env=env)
         shipper = LogShipper(client, out)
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
                    shipper)
     shipper.drain()
     upload_saved(client, out)
-    err_tail = redact_paths(tail(stderr_path))
+    err_tail, err = failure(out, stderr_path) if rc else (None, None)
     try:
         replay(client, out / "metrics.jsonl")
-        client.finished(rc, error_line(err_tail) if rc else None, err_tail if rc else None)
+        client.finished(rc, err, err_tail)
     except RunConflict as exc:  # ended on the server meanwhile (lost, or cancelled and gone)
         log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
     return rc
+
+
+def _refused(client: RunClient, run_id: int, reason: str) -> int:
+    """End a run this worker cannot start, saying why (the form's check with no report)."""
+    try:
+        client.finished(1, reason, None)
+    except RunConflict as exc:
+        log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
+    return 1
+
+
+def failure(out: Path, stderr_path: Path) -> tuple[str, str | None]:
+    """(traceback tail, error line) of a failed run: the first rank that failed (a run on many
+    devices, ``worker.training.ranks``), else the stderr tail."""
+    first = first_failure(out)
+    if first is not None:
+        rank, text = first
+        err_tail = redact_paths(text[-4000:])
+        line = error_line(err_tail)
+        return err_tail, f"rank {rank}: {line}" if line else f"rank {rank} failed"
+    err_tail = redact_paths(tail(stderr_path))
+    return err_tail, error_line(err_tail)
 
 
 def replay(client: RunClient, spool_path: Path) -> int:

@@ -70,3 +70,26 @@ def everything(db: Session, run_id: int) -> Iterator[str]:
 
 def has_logs(db: Session, run_id: int) -> bool:
     return db.scalar(select(RunLogChunk.id).where(RunLogChunk.run_id == run_id).limit(1)) is not None
+
+
+def opening(db: Session, run_id: int, stream: str = "stdout") -> str:
+    """The chunk at offset 0 of a stream: where the worker's preamble is, if it wrote one."""
+    return db.scalar(select(RunLogChunk.text).where(
+        RunLogChunk.run_id == run_id, RunLogChunk.stream == stream,
+        RunLogChunk.offset == 0)) or ""
+
+
+def stream_tail(db: Session, run_id: int, stream: str, max_chars: int = TAIL_CHARS) -> str:
+    """About the last ``max_chars`` characters of one stream, whole chunks in byte order (a
+    chunk ends at a line's end, so lines are not cut except the first of a long chunk)."""
+    texts: list[str] = []
+    size = 0
+    rows = db.scalars(select(RunLogChunk.text).where(
+        RunLogChunk.run_id == run_id, RunLogChunk.stream == stream)
+        .order_by(RunLogChunk.offset.desc()))
+    for text in rows:
+        texts.append(text)
+        size += len(text)
+        if size >= max_chars:
+            break
+    return "".join(reversed(texts))

@@ -16,7 +16,7 @@ from app.datasets.columns import missing_column_problem
 from app.metrics.rollups import chart_data
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, listing, service
-from app.runs.capabilities import vllm_problem
+from app.runs.capabilities import refuse_devices, vllm_problem
 from app.runs.launch import check_destinations, launch
 from app.runs.models import Run
 from app.runs.schemas import LaunchedOut, RunOut
@@ -55,6 +55,7 @@ def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
         return _register_external(body, request, db, identity.user_id)
     if (problem := missing_column_problem(body) or vllm_problem(body)) is not None:
         raise HTTPException(422, problem)
+    refuse_devices(body)
     run = launch(db, body, created_by=identity.user_id)
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
 

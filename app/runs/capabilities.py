@@ -19,7 +19,7 @@ from kombu import Connection
 from app.core.config import get_settings
 from app.runs.launcher import sender
 from grpodeck.contract.spec import RunSpec
-from grpodeck.contract.tasks import WORKER_CAPABILITIES, WorkerCapabilities
+from grpodeck.contract.tasks import WORKER_CAPABILITIES, Device, WorkerCapabilities
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,26 @@ def parse(replies: list[dict[str, Any]] | None) -> dict[str, WorkerCapabilities]
         for host, answer in reply.items():
             if (isinstance(answer, dict) and isinstance(answer.get("cuda"), bool)
                     and isinstance(answer.get("vllm"), bool)):
-                found[str(host)[:200]] = WorkerCapabilities(
-                    cuda=answer["cuda"], vllm=answer["vllm"],
-                    device=str(answer.get("device", ""))[:200])
+                worker = WorkerCapabilities(cuda=answer["cuda"], vllm=answer["vllm"],
+                                            device=str(answer.get("device", ""))[:200])
+                count = answer.get("cpu_count")
+                if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                    # a worker of this version: its devices (an older one does not say)
+                    worker.update(devices=_devices(answer.get("devices")), cpu_count=count,
+                                  deepspeed=answer.get("deepspeed") is True)
+                found[str(host)[:200]] = worker
     return found
+
+
+def _devices(value: object) -> list[Device]:
+    """The well-formed GPU entries of a report (an older worker sends none)."""
+    found: list[Device] = []
+    for entry in value if isinstance(value, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("index"), int):
+            memory = entry.get("memory_bytes")
+            found.append(Device(index=entry["index"], name=str(entry.get("name", ""))[:100],
+                                memory_bytes=memory if isinstance(memory, int) else 0))
+    return found[:256]
 
 
 _lock = threading.Lock()
@@ -120,3 +136,82 @@ def vllm_problem(spec: RunSpec) -> str | None:
         return None
     return (f"use_vllm needs a worker with a CUDA GPU and vllm, and {reports.note}: launch "
             "without use_vllm to generate with transformers")
+
+
+def gpu_count(worker: WorkerCapabilities) -> int:
+    """The GPUs a worker reported (a CUDA worker of an older version: one)."""
+    if not worker["cuda"]:
+        return 0
+    return len(worker.get("devices") or []) or 1
+
+
+def _worker_problems(spec: RunSpec, worker: WorkerCapabilities) -> dict[str, str]:
+    """Why this one worker cannot train ``spec`` on its devices, by field (a worker that
+    reported its devices: ``cpu_count`` is there)."""
+    problems: dict[str, str] = {}
+    if worker["cuda"]:
+        if spec.num_processes > gpu_count(worker):
+            problems["num_processes"] = f"{gpu_count(worker)} GPU(s)"
+        if spec.distributed.startswith("deepspeed") and not worker.get("deepspeed"):
+            problems["distributed"] = "a GPU worker without the deepspeed package"
+    else:
+        if spec.num_processes > worker.get("cpu_count", 1):
+            problems["num_processes"] = f"{worker.get('cpu_count', 1)} CPU cores"
+        if spec.distributed != "ddp":
+            problems["distributed"] = "a CPU worker (ddp over gloo only)"
+        if spec.mixed_precision == "fp16":
+            problems["mixed_precision"] = "a CPU worker (no fp16)"
+    return problems
+
+
+DEVICE_FIELDS = ("num_processes", "distributed", "mixed_precision")
+
+
+def device_problems(spec: RunSpec) -> dict[str, str]:
+    """Why no reported worker can train ``spec`` on the devices it asks for, by field (empty:
+    it can). A single-process run asks nothing of the devices and is never refused here. With
+    no report (the embedded SQLite broker carries none), ddp on several processes is left to
+    the worker, which refuses what it cannot do when the run starts; sharding (DeepSpeed,
+    FSDP) and fp16 need a GPU worker that has said so."""
+    if spec.num_processes == 1 and spec.distributed == "ddp" and spec.mixed_precision != "fp16":
+        return {}
+    reports = worker_reports()
+    # Only workers that said what devices they have (an older worker's report does not).
+    workers = {host: w for host, w in reports.workers.items() if "cpu_count" in w}
+    if not workers:
+        why = ("no worker has reported its devices" + (
+            "" if reports.broadcast else " (the embedded SQLite broker carries no worker "
+            "reports: use Redis)"))
+        problems: dict[str, str] = {}
+        if spec.distributed != "ddp":
+            problems["distributed"] = f"{spec.distributed} needs a GPU worker, and {why}"
+        if spec.mixed_precision == "fp16":
+            problems["mixed_precision"] = f"fp16 needs a GPU worker, and {why}"
+        return problems
+    found = {host: _worker_problems(spec, w) for host, w in workers.items()}
+    if any(not problems for problems in found.values()):
+        return {}
+    messages: dict[str, str] = {}
+    for name in DEVICE_FIELDS:
+        having = sorted({problems[name] for problems in found.values() if name in problems})
+        if having:
+            value = getattr(spec, name)
+            messages[name] = (
+                f"num_processes={value} is more devices than any worker reported (they have: "
+                f"{', '.join(having)})" if name == "num_processes" else
+                f"{name}={value} cannot run on the workers that reported: {', '.join(having)}")
+    if not messages:  # each field suits some worker, but no worker suits them all
+        messages["num_processes"] = ("no single worker that reported has these devices, "
+                                     "this sharding and this precision together")
+    return messages
+
+
+def refuse_devices(spec: RunSpec, prefix: tuple[str, ...] = ("body",)) -> None:
+    """Raise a 422 naming each device field no reported worker can satisfy (the API's answer)."""
+    from fastapi.exceptions import RequestValidationError
+
+    problems = device_problems(spec)
+    if problems:
+        raise RequestValidationError([
+            {"type": "value_error", "loc": (*prefix, field), "msg": message,
+             "input": getattr(spec, field)} for field, message in problems.items()])

@@ -17,9 +17,10 @@ NUMBER_FIELDS = ("num_generations", "per_device_train_batch_size", "max_steps", 
                  "eval_steps", "seed", "rollout_every", "rollout_groups", "max_prompt_length",
                  "epsilon_high", "num_iterations", "top_p", "top_k", "gradient_accumulation_steps",
                  "max_grad_norm", "warmup_ratio", "save_steps", "lora_r", "lora_alpha",
-                 "lora_dropout")
+                 "lora_dropout", "num_processes", "vllm_gpu_memory_utilization")
 TEXT_FIELDS = ("name", "model", "dataset", "dataset_config", "train_split", "eval_split",
-               "scale_rewards", "loss_type", "lr_scheduler_type")
+               "scale_rewards", "loss_type", "lr_scheduler_type", "distributed", "mixed_precision",
+               "vllm_mode")
 BOOL_FIELDS = ("stop_on_critical", "mask_truncated_completions", "use_vllm", "use_peft")
 
 
@@ -54,9 +55,12 @@ LABELS = {  # in the form's order: the error list above the form follows it
     "gradient_accumulation_steps": "gradient_accumulation_steps",
     "max_grad_norm": "max_grad_norm", "warmup_ratio": "warmup_ratio",
     "lr_scheduler_type": "lr_scheduler_type", "save_steps": "save_steps (checkpoints)",
-    "use_vllm": "use_vllm", "use_peft": "use_peft (LoRA)", "lora_r": "lora_r (rank)",
+    "use_vllm": "use_vllm", "vllm_mode": "vllm_mode",
+    "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization", "use_peft": "use_peft (LoRA)", "lora_r": "lora_r (rank)",
     "lora_alpha": "lora_alpha", "lora_dropout": "lora_dropout",
     "lora_target_modules": "lora_target_modules",
+    "num_processes": "num_processes (devices)", "distributed": "distributed",
+    "mixed_precision": "mixed_precision",
     "rollout_every": "Capture rollouts every N logging steps",
     "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
     "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",

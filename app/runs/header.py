@@ -50,7 +50,19 @@ def header_facts(run: Run) -> list[str]:
     for key, label in (("num_generations", "G"), ("beta", "β"), ("learning_rate", "lr")):
         if _known(spec.get(key)):
             facts.append(f"{label}={spec[key]}")
+    if devices := _devices(spec):
+        facts.append(devices)
     return facts
+
+
+def _devices(spec: dict[str, Any]) -> str | None:
+    """'2 processes (ddp, mixed precision auto)' for a run on many devices (issue 26); the
+    worker's devices and the exact accelerate config are at the top of the run's log."""
+    n = spec.get("num_processes")
+    if not isinstance(n, int) or n < 2:
+        return None
+    return (f"{n} processes ({spec.get('distributed', 'ddp')}, mixed precision "
+            f"{spec.get('mixed_precision', 'auto')})")
 
 
 def shows_logs(db: Session, run: Run) -> bool:

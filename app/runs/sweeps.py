@@ -21,7 +21,7 @@ from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.datasets.columns import missing_column_problem
-from app.runs.capabilities import vllm_problem
+from app.runs.capabilities import refuse_devices, vllm_problem
 from app.runs.compare import MAX_RUNS, compare_context
 from app.runs.launch import launch
 from app.runs.models import Run
@@ -83,6 +83,7 @@ def create_sweep(body: SweepIn, db: SessionDep, identity: CurrentIdentity) -> Sw
     """Launch the spec once per ``num_generations`` value, all under one sweep id."""
     if (problem := missing_column_problem(body.spec) or vllm_problem(body.spec)) is not None:
         raise HTTPException(422, problem)
+    refuse_devices(body.spec, ("body", "spec"))
     specs = variants(body.spec, body.num_generations)
     sweep_id = secrets.token_hex(6)
     runs = [launch(db, spec, created_by=identity.user_id, sweep_id=sweep_id) for spec in specs]

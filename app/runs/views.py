@@ -29,7 +29,8 @@ from app.health.service import findings_for
 from app.metrics.rollups import chart_data
 from app.runs import lifecycle, list_views, service
 from app.runs.api import deletion_refusal, run_or_404
-from app.runs.capabilities import vllm_problem, worker_reports
+from app.runs.capabilities import device_problems, vllm_problem, worker_reports
+from app.runs.devices import devices_panel
 from app.runs.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.runs.header import header_facts, shows_artifacts, shows_logs, shows_rollouts
 from app.runs.launch import launch
@@ -43,13 +44,21 @@ from app.runs.stages import stage_of
 from grpodeck.contract.alerts import unmask
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.presets import PRESETS
-from grpodeck.contract.spec import LOSS_TYPES, SCHEDULERS, RunSpec
+from grpodeck.contract.spec import (
+    DISTRIBUTED,
+    LOSS_TYPES,
+    MIXED_PRECISIONS,
+    SCHEDULERS,
+    VLLM_MODES,
+    RunSpec,
+)
 
 router = APIRouter(include_in_schema=False)
 ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
             "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
             "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm", "use_peft", "lora_r",
-            "lora_alpha", "lora_dropout", "lora_target_modules")
+            "lora_alpha", "lora_dropout", "lora_target_modules", "vllm_mode",
+            "vllm_gpu_memory_utilization", "num_processes", "distributed", "mixed_precision")
 SMOKE_STEPS = 5  # the smoke test's default (app.runs.smoke.DEFAULT_STEPS)
 
 
@@ -61,7 +70,9 @@ def _form_context(values: dict[str, Any], errors: dict[str, str],
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
             "summary": error_summary(errors), "presets": PRESETS,
             "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
-            "workers": worker_reports(), "custom_rewards": custom_listing()}
+            "workers": worker_reports(), "custom_rewards": custom_listing(),
+            "distributed_kinds": DISTRIBUTED, "precisions": MIXED_PRECISIONS,
+            "vllm_modes": VLLM_MODES}
 
 
 def _default_values() -> dict[str, Any]:
@@ -136,6 +147,8 @@ async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity
         spec, errors = None, {"dataset": problem}
     if spec is not None and (problem := await run_in_threadpool(vllm_problem, spec)):
         spec, errors = None, {"use_vllm": problem}
+    if spec is not None and (problems := await run_in_threadpool(device_problems, spec)):
+        spec, errors = None, problems
     if spec is None:
         return templates.TemplateResponse(request, "runs/new.html",
                                           _form_context(form, errors, parent), status_code=422)
@@ -184,8 +197,17 @@ def run_page(run_id: int, request: Request, db: SessionDep) -> Response:
     context.update(_lineage_context(db, run))
     context.update(smoke_context(db, run))
     context.update(facts=header_facts(run), show_rollouts=shows_rollouts(db, run),
-                   show_logs=shows_logs(db, run), show_artifacts=shows_artifacts(db, run))
+                   show_logs=shows_logs(db, run), show_artifacts=shows_artifacts(db, run),
+                   devices=devices_panel(db, run))
     return templates.TemplateResponse(request, "runs/detail.html", context)
+
+
+@router.get("/runs/{run_id}/_devices", response_class=HTMLResponse)
+def devices_fragment(run_id: int, request: Request, db: SessionDep) -> Response:
+    """The Devices panel, polled while the run is live (each rank's latest step)."""
+    run = run_or_404(db, run_id)
+    return templates.TemplateResponse(request, "runs/_devices.html", {
+        **_run_context(run), "devices": devices_panel(db, run)})
 
 
 @router.get("/runs/{run_id}/_summaries", response_class=HTMLResponse)

@@ -156,7 +156,9 @@ REWARDS: dict[str, RewardInfo] = {
             "debug_raise", "Raise an error (debug)",
             "Raises after N calls: checks how a failing reward function is reported.",
             (RewardParam("after_calls", int, 0, "successful calls before it raises", minimum=0,
-                         maximum=1_000_000_000),),
+                         maximum=1_000_000_000),
+             RewardParam("rank", int, -1, "raise only in this training process (0, 1, ... of "
+                         "a run on many devices); -1: in every one", minimum=-1, maximum=63)),
         ),
         RewardInfo(
             "unit_tests", "Unit tests pass (runs the code)",

@@ -44,6 +44,16 @@ LOSS_TYPES: tuple[str, ...] = LossType.__args__  # type: ignore[attr-defined]
 SchedulerType = Literal["linear", "cosine", "constant", "constant_with_warmup", "polynomial",
                         "inverse_sqrt"]
 SCHEDULERS: tuple[str, ...] = SchedulerType.__args__  # type: ignore[attr-defined]
+# One run on many devices (issue 26): how accelerate shares the model across the processes,
+# the precision it trains in ("auto": bf16 where the GPU has it, else fp16; fp32 on a CPU), and
+# where vLLM generates (inside each training process, or a separate ``trl vllm-serve``).
+Distributed = Literal["ddp", "deepspeed_zero2", "deepspeed_zero3", "fsdp"]
+DISTRIBUTED: tuple[str, ...] = Distributed.__args__  # type: ignore[attr-defined]
+MixedPrecision = Literal["auto", "no", "bf16", "fp16"]
+MIXED_PRECISIONS: tuple[str, ...] = MixedPrecision.__args__  # type: ignore[attr-defined]
+VllmMode = Literal["colocate", "server"]
+VLLM_MODES: tuple[str, ...] = VllmMode.__args__  # type: ignore[attr-defined]
+MAX_PROCESSES = 64
 
 # LoRA target modules: names (matched by peft against the ends of the model's module names, as
 # q_proj matches model.layers.0.self_attn.q_proj), or peft's "all-linear". No regex: peft reads a
@@ -174,6 +184,15 @@ TargetModules = Annotated[
 ]
 
 
+def device_problems(num_processes: int, distributed: str) -> list[tuple[str, str]]:
+    """(field, message) for device settings that contradict each other whatever the worker:
+    sharding a model across one process shards nothing (DeepSpeed/FSDP need two or more)."""
+    if distributed != "ddp" and num_processes < 2:
+        return [("distributed", (f"{distributed} shards the model across processes: it needs "
+                                 "num_processes of 2 or more (use ddp for one process)"))]
+    return []
+
+
 def check_batch(batch_size: int | None, num_generations: int, eval_steps: int | None,
                 eval_split: str | None) -> None:
     problems = batch_problems(batch_size, num_generations, eval_steps, eval_split)
@@ -241,6 +260,18 @@ class RunSpec(BaseModel):
                                    description="checkpoint every N steps; empty = no checkpoints")
     use_vllm: bool = Field(False, description="generate with vLLM: needs a CUDA GPU and vllm on "
                            "the worker; a worker without them fails the run saying so")
+    vllm_mode: VllmMode = Field("colocate", description="colocate: vLLM inside each training "
+                                "process; server: a separate `trl vllm-serve` on the worker")
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=0.95, description="share of each GPU's memory vLLM may take (colocate)")
+    # Devices (issue 26): num_processes > 1 starts the training under `accelerate launch`.
+    num_processes: int = Field(1, ge=1, le=MAX_PROCESSES,
+                               description="training processes (one per GPU; on a CPU worker, "
+                               "CPU processes talking over gloo)")
+    distributed: Distributed = Field("ddp", description="how the processes share the model: "
+                                     "ddp copies it; DeepSpeed ZeRO-2/3 and FSDP shard it (GPU)")
+    mixed_precision: MixedPrecision = Field(
+        "auto", description="auto: bf16 where the GPU supports it, else fp16; none on a CPU")
     # LoRA (peft), by TRL's ModelConfig names and defaults: off trains every weight.
     use_peft: bool = Field(False, description="train a LoRA adapter instead of every weight; "
                            "checkpoints then hold the adapter only")
@@ -284,6 +315,9 @@ class RunSpec(BaseModel):
         problem = clip_problem(self.epsilon, self.epsilon_high, self.loss_type)
         if problem:
             raise ValueError(problem)
+        problems = device_problems(self.num_processes, self.distributed)
+        if problems:
+            raise ValueError("; ".join(message for _, message in problems))
         return self
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
 TRAIN_RUN = "grpodeck.train_run"
 DEFAULT_QUEUE = "grpodeck"
@@ -48,12 +48,26 @@ class TrainRunKwargs(TypedDict):
     ticket: str
 
 
-class WorkerCapabilities(TypedDict):
-    """What a worker's training child would find: a CUDA GPU, the vllm package, the device."""
+class Device(TypedDict):
+    """One CUDA device a worker's training child would see (``torch.cuda``'s numbering)."""
 
-    cuda: bool
-    vllm: bool
-    device: str
+    index: int
+    name: str
+    memory_bytes: int
+
+
+class WorkerCapabilities(TypedDict, total=False):
+    """What a worker's training child would find: a CUDA GPU, the vllm package, the device;
+    and for runs on many devices (issue 26) the GPUs themselves, the deepspeed package and the
+    CPU cores. The first three are always there; an older worker's report lacks the others
+    (read them with ``.get``)."""
+
+    cuda: Required[bool]
+    vllm: Required[bool]
+    device: Required[str]
+    devices: list[Device]
+    deepspeed: bool
+    cpu_count: int
 
 
 def private_broker_file(broker_url: str) -> None:

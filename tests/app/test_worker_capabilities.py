@@ -109,6 +109,8 @@ def test_a_real_worker_on_redis_reports_no_gpu(client: TestClient, redis_worker:
     # every worker on this broker answered for itself (other sessions' workers may share db 9)
     assert reports.broadcast and not reports.vllm_ready
     assert all(not w["cuda"] and w["device"].startswith("cpu: ") for w in reports.workers.values())
+    assert all(w["devices"] == [] and w["cpu_count"] >= 1 and isinstance(w["deepspeed"], bool)
+               for w in reports.workers.values())
     page = client.get("/runs/new").text
     assert not html_has(page, "#f-use_vllm")
     assert one(page, "#no-vllm").get_text().strip() == "use_vllm: no worker with a GPU has reported."

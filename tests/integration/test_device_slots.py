@@ -54,6 +54,8 @@ def test_two_runs_get_disjoint_devices_and_a_third_waits_for_a_free_slot(slotted
     assert {stack.run(r)["status"] for r in (first, second)} == {"running"}
     logs = httpx.get(f"{stack.url}/runs/{first}/logs.txt", timeout=10).text
     assert f"device slot {int(seen[first]) + 1}: CUDA_VISIBLE_DEVICES={seen[first]}" in logs
+    page = httpx.get(f"{stack.url}/runs/{first}", timeout=10).text  # the Devices panel
+    assert f"slot {int(seen[first]) + 1}: CUDA_VISIBLE_DEVICES={seen[first]}</dd>" in page
 
     third = stack.launch(name="slot-c", max_steps=2, **spec)
     waiting = f"run {third} waits for a free device slot"

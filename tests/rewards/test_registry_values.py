@@ -87,6 +87,18 @@ def test_debug_raise_counts_its_calls() -> None:
         build("debug_raise")(completions=["a"])
 
 
+def test_debug_raise_for_one_rank_spares_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rank``: only that process of a run on many devices raises (accelerate sets RANK)."""
+    monkeypatch.setenv("RANK", "0")
+    assert build("debug_raise", rank=1)(completions=["a"]) == [0.0]
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(RuntimeError, match="failed on call 1"):
+        build("debug_raise", rank=1)(completions=["a"])
+    monkeypatch.delenv("RANK")  # a single process is rank 0
+    with pytest.raises(RuntimeError):
+        build("debug_raise", rank=0)(completions=["a"])
+
+
 def test_built_functions_carry_the_name_trl_logs() -> None:
     needed = {"custom": {"path": "tests.rewards.custom_reward:shout"}}  # no default import path
     for name in REWARDS:
@@ -98,7 +110,8 @@ def test_coerce_params_fills_defaults_and_converts() -> None:
     assert coerce_params(REWARDS["length_target"], {"target": "7"}) == {"target": 7}
     assert coerce_params(REWARDS["constant"], {"value": "0.5"}) == {"value": 0.5}
     assert coerce_params(REWARDS["exact_answer"], {}) == {}
-    assert coerce_params(REWARDS["debug_raise"], {"after_calls": 0}) == {"after_calls": 0}
+    assert coerce_params(REWARDS["debug_raise"], {"after_calls": 0}) == {"after_calls": 0,
+                                                                         "rank": -1}
     assert coerce_params(REWARDS["length_target"], {"target": 1}) == {"target": 1}
 
 

@@ -7,6 +7,7 @@ calling convention: ``f(prompts, completions, **dataset_columns) -> list[float |
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -54,13 +55,16 @@ def _constant(value: float) -> RewardFn:
     return reward
 
 
-def _debug_raise(after_calls: int) -> RewardFn:
-    """Fails on purpose: lets a user (and our tests) check how a crashing reward is reported."""
+def _debug_raise(after_calls: int, rank: int = -1) -> RewardFn:
+    """Fails on purpose: lets a user (and our tests) check how a crashing reward is reported;
+    with ``rank`` only in that process of a run on many devices (``RANK``, set by accelerate),
+    the others go on (and must learn that their peer is gone)."""
     calls = {"n": 0}
+    here = rank < 0 or int(os.environ.get("RANK", "0")) == rank
 
     def reward(completions: Sequence[Any], **_: Any) -> list[float | None]:
         calls["n"] += 1
-        if calls["n"] > after_calls:
+        if here and calls["n"] > after_calls:
             raise RuntimeError(f"debug_raise: reward function failed on call {calls['n']}")
         return [0.0] * len(completions)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpodeck.contract.catalog import is_local_dataset
+from grpodeck.contract.log_markers import rank_failed_line
 from grpodeck.contract.wire import STAGE_PREFIX
 
 if TYPE_CHECKING:
@@ -80,8 +81,12 @@ def train(spec: RunSpec | dict[str, Any], run_id: int | str, report_url: str, to
 
 
 def stage(name: str) -> None:
-    """Tell the supervisor (it reads this stdout) what the run is doing now."""
-    print(f"{STAGE_PREFIX}{name}", flush=True)
+    """Tell the supervisor (it reads this stdout) what the run is doing now; rank 0 speaks for
+    a run on many devices."""
+    from worker.training.ranks import is_main
+
+    if is_main():
+        print(f"{STAGE_PREFIX}{name}", flush=True)
 
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
@@ -95,8 +100,10 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     from worker.training.datasets import drop_long_prompts, load_prompts
     from worker.training.hardware import describe
     from worker.training.models import load_model_and_tokenizer
+    from worker.training.ranks import is_main, world_size
     from worker.training.reporting import MetricsReporter
     from worker.training.rollouts import CapturingGRPOTrainer
+    from worker.training.stop_sync import StopTogether
 
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     log.info("run %s: %s on %s with %s (%s)", run_id, spec.name, spec.model, spec.dataset, describe())
@@ -110,15 +117,21 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     if eval_ds is not None:
         eval_ds = drop_long_prompts(eval_ds, tokenizer, spec.max_prompt_length)
     reward_funcs = [build(r.name, r.params) for r in spec.rewards]
+    # Rank 0 reports; the other ranks of a run on many devices stay silent (no sender, no
+    # spool), but capture rollouts like it (the capture gathers across ranks) and drop them.
     reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
                                flush_seconds=flush_seconds, report_deadline=report_deadline,
-                               spool_path=Path(output_dir) / "metrics.jsonl")
+                               spool_path=Path(output_dir) / "metrics.jsonl") if is_main() else None
+    callbacks: list[Any] = [reporter] if reporter is not None else []
+    if world_size() > 1:
+        callbacks.append(StopTogether())  # after the reporter, whose stop it shares
     try:
         trainer = CapturingGRPOTrainer(
             model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=config,
-            train_dataset=train_ds, eval_dataset=eval_ds, callbacks=[reporter],
+            train_dataset=train_ds, eval_dataset=eval_ds, callbacks=callbacks,
             peft_config=peft_config, rollout_every=spec.rollout_every,
-            rollout_groups=spec.rollout_groups, rollout_sink=reporter.add_rollouts)
+            rollout_groups=spec.rollout_groups,
+            rollout_sink=reporter.add_rollouts if reporter is not None else _drop_rollouts)
         stage("first_step")
         trainer.train()
         stage("saving")
@@ -126,10 +139,15 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
             trainer.save_model(str(Path(output_dir) / FINAL_MODEL_DIR))
             trainer.save_state()
     finally:
-        reporter.close()
-    if reporter.stop_requested:
+        if reporter is not None:
+            reporter.close()
+    if reporter is not None and reporter.stop_requested:
         log.info("run %s stopped at step %d on the server's request", run_id, trainer.state.global_step)
     return trainer
+
+
+def _drop_rollouts(step: int, groups: list[dict[str, Any]]) -> None:
+    """The rollout sink of a rank other than 0: rank 0 reports the run's rollouts."""
 
 
 @contextmanager
@@ -155,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-deadline", type=float, default=300.0,
                         help="seconds the end of the run waits for an unreachable server")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from worker.training.ranks import is_main, rank, record_failure, world_size
+
+    who = f" rank{rank()}" if world_size() > 1 else ""
+    logging.basicConfig(level=logging.INFO,
+                        format=f"%(asctime)s{who} %(levelname)s %(name)s: %(message)s")
     log.info("devices: CUDA_VISIBLE_DEVICES=%s",  # what this child was given (worker.slots)
              os.environ.get("CUDA_VISIBLE_DEVICES", "unset (every device)"))
     token = os.environ.get(TOKEN_ENV)
@@ -169,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         from worker.training.lifeline import tie_to_parent
 
         url = f"{args.report_url.rstrip('/')}/api/runs/{args.run_id}/metrics"
+        # Under a launcher the parent is the launcher (``worker.training.launch``); only rank 0
+        # holds a spool to send.
         tie_to_parent(int(os.environ[SUPERVISOR_ENV]), last_words=partial(
-            send_unacked, Path(output_dir) / "metrics.jsonl", url, token))
+            send_unacked, Path(output_dir) / "metrics.jsonl", url, token) if is_main() else None)
     try:
         from grpodeck.contract.spec import RunSpec
 
@@ -181,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - the parent shows this traceback to the user
         traceback.print_exc(file=sys.stderr)
         sys.stderr.flush()
+        record_failure(output_dir, traceback.format_exc())
+        if world_size() > 1:  # after the traceback: the Devices panel marks this rank failed
+            sys.stderr.write(rank_failed_line(rank(), world_size()))
+            sys.stderr.flush()
         return 1
     return 0
 

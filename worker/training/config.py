@@ -40,7 +40,21 @@ def advanced_kwargs(spec: RunSpec) -> dict[str, Any]:
         "mask_truncated_completions": spec.mask_truncated_completions,
         "max_grad_norm": spec.max_grad_norm, "warmup_steps": spec.warmup_ratio or 0,
         "lr_scheduler_type": spec.lr_scheduler_type, "use_vllm": check_vllm(spec.use_vllm),
+        **({"vllm_mode": spec.vllm_mode,
+            "vllm_gpu_memory_utilization": spec.vllm_gpu_memory_utilization}
+           if spec.use_vllm else {}),
     }
+
+
+def precision_kwargs(spec: RunSpec, hardware: dict[str, Any]) -> dict[str, Any]:
+    """The spec's ``mixed_precision`` as GRPOConfig's bf16/fp16 flags (the trainer's accelerator
+    takes its precision from them, also under ``accelerate launch``); "auto" keeps the
+    hardware's choice (``hardware_kwargs``)."""
+    if spec.mixed_precision == "auto":
+        return {}
+    if spec.mixed_precision == "fp16" and hardware.get("use_cpu"):
+        raise ValueError("mixed_precision=fp16 needs a GPU and this worker has none")
+    return {"bf16": spec.mixed_precision == "bf16", "fp16": spec.mixed_precision == "fp16"}
 
 
 def check_vllm(wanted: bool) -> bool:
@@ -69,6 +83,7 @@ def save_kwargs(spec: RunSpec) -> dict[str, Any]:
 
 def grpo_kwargs(spec: RunSpec, output_dir: str) -> dict[str, Any]:
     """The GRPOConfig keyword arguments for a spec (kept separate so tests can inspect them)."""
+    hardware = hardware_kwargs()
     return {
         "output_dir": output_dir,
         "num_generations": spec.num_generations,
@@ -91,7 +106,8 @@ def grpo_kwargs(spec: RunSpec, output_dir: str) -> dict[str, Any]:
         **advanced_kwargs(spec),
         **save_kwargs(spec),
         **eval_kwargs(spec),
-        **hardware_kwargs(),
+        **hardware,
+        **precision_kwargs(spec, hardware),
     }
 
 

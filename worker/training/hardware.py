@@ -8,7 +8,10 @@ when accelerator memory is tight; on CPU with small models it just costs ~20% ti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grpodeck.contract.tasks import Device
 
 
 def hardware_kwargs() -> dict[str, Any]:
@@ -29,3 +32,17 @@ def describe() -> str:
     if torch.cuda.is_available():
         return f"cuda: {torch.cuda.get_device_name(0)} (x{torch.cuda.device_count()})"
     return f"cpu: {torch.get_num_threads()} threads"
+
+
+def devices() -> list[Device]:
+    """Each CUDA device this process sees: index, name and total memory (none on a CPU)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    found: list[Device] = []
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        found.append({"index": index, "name": str(props.name)[:100],
+                      "memory_bytes": int(props.total_memory)})
+    return found

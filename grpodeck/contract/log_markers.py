@@ -1,0 +1,92 @@
+"""Marker lines the worker writes into a run's log for the run page's Devices panel (issue 26).
+
+Why markers in the log and not new report fields: the log already travels (``LogBatch``), is
+kept with the run, and needs no table; both ends build and read the lines here, so they cannot
+drift apart. What each marker is worth:
+
+- the supervisor's preamble (``slot_line``, ``launch_line``) is written at the very start of
+  the run's stdout *before the training child starts*, so only lines at the start of the chunk
+  at offset 0 count: nothing the child (or a model it samples) prints can come first;
+- rank lines (``rank_line``, ``rank_failed_line``) are written by the training ranks to stderr,
+  whole lines with a fixed prefix; a line counts only when it matches exactly, names a rank
+  below the run's process count, and its world size is the run's. A completion printed verbatim
+  at the start of a stderr line in exactly this form could still pass: these lines are a
+  progress display, never a source of the run's status.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PREFIX = "[grpodeck] "
+_SLOT = re.compile(r"\[grpodeck\] device slot (\d{1,4}): CUDA_VISIBLE_DEVICES=([0-9A-Za-z,:-]{1,200})")
+_LAUNCH = re.compile(r"\[grpodeck\] (\d{1,4}) processes, ([a-z0-9_]{1,20}), on (.{1,500})")
+_RANK = re.compile(r"\[grpodeck\] rank (\d{1,4})/(\d{1,4}): (?:step (\d{1,10}) done(, stopping)?"
+                   r"|(failed))")
+PREAMBLE_LINES = 2  # the slot line, then the launch line (either may be missing)
+
+
+def slot_line(index: int, visible: str) -> str:
+    """The supervisor's first stdout line on a worker with device slots (``index`` from 0)."""
+    return f"{PREFIX}device slot {index + 1}: CUDA_VISIBLE_DEVICES={visible}\n"
+
+
+def launch_line(processes: int, distributed: str, devices: str) -> str:
+    return f"{PREFIX}{processes} processes, {distributed}, on {devices}\n"
+
+
+def rank_line(rank: int, world: int, step: int, stopping: bool = False) -> str:
+    return f"{PREFIX}rank {rank}/{world}: step {step} done{', stopping' if stopping else ''}\n"
+
+
+def rank_failed_line(rank: int, world: int) -> str:
+    return f"{PREFIX}rank {rank}/{world}: failed\n"
+
+
+@dataclass(frozen=True)
+class Preamble:
+    slot: int | None = None  # 1-based, as the log says it
+    visible: str | None = None  # CUDA_VISIBLE_DEVICES of the slot
+    processes: int | None = None
+    distributed: str | None = None
+    devices: str | None = None  # the worker's device names ("NVIDIA H200, NVIDIA H200", "cpu")
+
+
+def parse_preamble(opening: str) -> Preamble:
+    """The supervisor's lines at the start of stdout (the text of the chunk at offset 0)."""
+    found: dict[str, object] = {}
+    for line in opening.split("\n", PREAMBLE_LINES)[:PREAMBLE_LINES]:
+        if "slot" not in found and not found and (m := _SLOT.fullmatch(line)):
+            found.update(slot=int(m[1]), visible=m[2])
+        elif "processes" not in found and (m := _LAUNCH.fullmatch(line)):
+            found.update(processes=int(m[1]), distributed=m[2], devices=m[3])
+        else:
+            break  # the child's output begins: nothing after it is the supervisor's
+    return Preamble(**found)  # type: ignore[arg-type]
+
+
+@dataclass
+class RankState:
+    step: int | None = None  # the latest step this rank said it finished
+    stopping: bool = False
+    failed: bool = False
+
+
+def parse_ranks(stderr: str, world: int, shown: int = 64) -> dict[int, RankState]:
+    """The latest state of each of the first ``shown`` ranks from the ranks' stderr; lines of
+    another shape or world size, or of a rank out of range, are ignored (a partial first line
+    of a tail included)."""
+    ranks = {r: RankState() for r in range(min(world, shown))}
+    for line in stderr.splitlines():
+        if not line.startswith(PREFIX) or not (m := _RANK.fullmatch(line)):
+            continue
+        rank, size = int(m[1]), int(m[2])
+        if size != world or rank not in ranks:
+            continue
+        state = ranks[rank]
+        if m[5]:
+            state.failed = True
+        elif state.step is None or int(m[3]) >= state.step:
+            state.step, state.stopping = int(m[3]), bool(m[4])
+    return ranks

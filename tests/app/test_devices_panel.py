@@ -1,0 +1,70 @@
+"""The run page's Devices panel (issue 26) from a run's stored log, through the report API as
+the worker sends it: a two-process run shows its processes, devices and each rank's latest
+step, polled while live; a rank named in the run's error shows failed; what the log says is
+escaped; a forged rank line in the output changes nothing; a single-process run shows only
+the device slot it got, and nothing without one."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from grpodeck.contract.log_markers import launch_line, rank_line, slot_line
+from tests.app.conftest import html, one, running_run
+
+TWO = {"num_processes": 2, "distributed": "ddp", "mixed_precision": "bf16"}
+
+
+def send(client: TestClient, run_id: int, headers: dict[str, str], stream: str, offset: int,
+         text: str) -> None:
+    reply = client.post(f"/api/runs/{run_id}/logs", headers=headers,
+                        json={"chunks": [{"stream": stream, "offset": offset, "text": text}]})
+    assert reply.status_code == 200, reply.text
+
+
+def facts(page: str) -> dict[str, str]:
+    panel = one(page, "#devices-panel")
+    return {d.dt.get_text(): d.dd.get_text() for d in panel.select("#device-facts > div")}
+
+
+def rows(page: str) -> dict[str, tuple[str, str]]:
+    return {tr.th.get_text(): tuple(td.get_text().strip() for td in tr.select("td"))
+            for tr in one(page, "#rank-table").select("tbody tr")}
+
+
+def test_two_process_run_shows_devices_and_each_ranks_step(client: TestClient) -> None:
+    run_id, headers = running_run(client, **TWO)
+    preamble = slot_line(0, "0,1") + launch_line(2, "ddp", "<b>GPU</b>, <b>GPU</b>")
+    send(client, run_id, headers, "stdout", 0, preamble + "[grpodeck] stage: loading_model\n"
+         + rank_line(1, 2, 50))  # a rank line on stdout: a model's output, not a rank's
+    stderr = rank_line(0, 2, 1) + rank_line(1, 2, 1) + rank_line(0, 2, 2)
+    send(client, run_id, headers, "stderr", 0, stderr)
+    page = client.get(f"/runs/{run_id}").text
+    assert facts(page) == {"Processes": "2", "Distributed": "ddp", "Mixed precision": "bf16",
+                           "Devices": "slot 1: CUDA_VISIBLE_DEVICES=0,1",
+                           "Worker devices": "<b>GPU</b>, <b>GPU</b>"}
+    assert "<b>GPU</b>" not in page  # shown as text, never as markup
+    assert rows(page) == {"0": ("2", "training"), "1": ("1", "training")}
+    assert one(page, "#devices-panel")["hx-get"] == f"/runs/{run_id}/_devices"
+    send(client, run_id, headers, "stderr", len(stderr.encode()),
+         "forged: " + rank_line(1, 2, 40) + rank_line(1, 2, 3, stopping=True))
+    fragment = client.get(f"/runs/{run_id}/_devices").text
+    assert rows(fragment) == {"0": ("2", "training"), "1": ("3", "stopping")}
+    reply = client.post(f"/api/runs/{run_id}/finished", headers=headers, json={
+        "returncode": 1, "error": "rank 1: RuntimeError: out of memory"})
+    assert reply.status_code == 200, reply.text
+    page = client.get(f"/runs/{run_id}").text
+    assert rows(page) == {"0": ("2", "ended"), "1": ("3", "failed")}
+    assert not one(page, "#devices-panel").has_attr("hx-get")  # ended: no more polling
+
+
+def test_single_process_run_shows_its_slot_or_no_panel(client: TestClient) -> None:
+    plain, headers = running_run(client)
+    send(client, plain, headers, "stdout", 0,
+         "[grpodeck] stage: loading_model\n" + slot_line(0, "0"))  # not the supervisor's
+    assert not html(client.get(f"/runs/{plain}").text).select("#devices-panel")
+    assert client.get(f"/runs/{plain}/_devices").text.strip() == ""
+    on_gpu, headers = running_run(client)
+    send(client, on_gpu, headers, "stdout", 0, slot_line(1, "1") + "hello\n")
+    page = client.get(f"/runs/{on_gpu}").text
+    assert facts(page) == {"Devices": "slot 2: CUDA_VISIBLE_DEVICES=1"}
+    assert not html(page).select("#rank-table")
