@@ -39,9 +39,9 @@ Issue 25 (2 shared CPUs, load in brackets; ratios are to trackio in the same run
   ratios move more with the machine than with the change): main via Sender 0.67x trackio,
   5.6 us/point server, one step per request 3.9x MLflow; branch 0.78x, 6.0 us/point, 5.3x
   MLflow; on a quiet moment (load 2.2) the branch gave 1.08x trackio. Server profile of the
-  Sender case after: executemany ~33 %, rollup level-1 refresh ~10 %, JSON decode ~7 %,
-  to_points ~3 % (was ~14 %), diagnostics ~4 %. One step per request is ~3.5 ms of server CPU, mostly the
-  ASGI middleware stack and a commit per request: 10x MLflow needs ~0.7 ms a request.
+  Sender case after: executemany ~31 %, rollup level-1 refresh ~10 %, JSON decode ~7 %,
+  to_points ~3 % (was ~14 %), diagnostics ~4 %. One step per request is ~3.5 ms of server
+  CPU, mostly the ASGI middleware stack and a commit per request: 10x MLflow needs ~0.7 ms.
 """
 
 from __future__ import annotations
