@@ -12,6 +12,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -117,6 +118,20 @@ def begin_write(db: Session) -> None:
     if dbapi is not None and not dbapi.in_transaction:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
+
+
+@contextmanager
+def write(db: Session) -> Iterator[None]:
+    """One route's write transaction, held on one thread: commit on success; on any error (a
+    refused transition, a 409) roll back before the route returns, so a write lock is never held
+    into the session's teardown, which FastAPI runs on another trip to the thread pool (with more
+    writers than threads that trip never came: the SQLite stall of ``locked_run``)."""
+    try:
+        yield
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0  # SQLite's busy timeout where no setting applies (migrations)
 

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.auth.identity import Identity
-from app.core.db import SessionDep
+from app.core.db import SessionDep, write
 from app.health import service as health
 from app.metrics import pipeline
 from app.mlflow import errors, mapping
@@ -184,37 +184,34 @@ def get_run(_: Caller, request: Request, db: SessionDep) -> dict[str, Any]:
     return {"run": run_json(run, _tags_of(db, run))}
 
 
+def _log(db: Session, caller: Identity, batch: LogBatch) -> dict[str, Any]:
+    """Params, tags and/or metrics into a run of the caller's, in one write transaction."""
+    with write(db):
+        _apply(db, _writable(db, batch.id, caller), batch)
+    return {}
+
+
 @router.post(f"{API}/runs/log-batch")
 def log_batch(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
-    batch = parse(LogBatch, body)
-    _apply(db, _writable(db, batch.id, caller), batch)
-    db.commit()
-    return {}
+    return _log(db, caller, parse(LogBatch, body))
 
 
 @router.post(f"{API}/runs/log-metric")
 def log_metric(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogMetric, body)
-    batch = LogBatch(run_id=one.id, metrics=[one])
-    _apply(db, _writable(db, one.id, caller), batch)
-    db.commit()
-    return {}
+    return _log(db, caller, LogBatch(run_id=one.id, metrics=[one]))
 
 
 @router.post(f"{API}/runs/log-parameter")
 def log_parameter(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogOne, body)
-    _apply(db, _writable(db, one.id, caller), LogBatch(run_id=one.id, params=[one]))
-    db.commit()
-    return {}
+    return _log(db, caller, LogBatch(run_id=one.id, params=[one]))
 
 
 @router.post(f"{API}/runs/set-tag")
 def set_tag(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogOne, body)
-    _apply(db, _writable(db, one.id, caller), LogBatch(run_id=one.id, tags=[one]))
-    db.commit()
-    return {}
+    return _log(db, caller, LogBatch(run_id=one.id, tags=[one]))
 
 
 @router.post(f"{API}/runs/update")
@@ -222,25 +219,25 @@ def update_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     """A new name and/or an end: FINISHED and FAILED end it as a process's exit code would,
     KILLED as a cancel; ending an ended run again with its own status changes nothing."""
     change = parse(UpdateRun, body)
-    run = _run(db, change.id, for_update=True)
-    status = change.status
-    if lifecycle.Status(run.status) in lifecycle.TERMINAL \
-            and mapping.DECK_TO_MLFLOW.get(run.status) == status:
-        return {"run_info": run_info(run)}
-    run = _writable(db, change.id, caller)
-    if change.run_name and (name := mapping.run_name(change.run_name)):
-        run.name = name
-    if status == mapping.KILLED:
-        lifecycle.request_cancel(run, "killed by the MLflow client")
-        lifecycle.finish(run, 0, None, None)
-    elif status in mapping.END_STATUSES:
-        code, error = mapping.END_STATUSES[status]
-        lifecycle.finish(run, code, error, None)
-    elif status and status not in mapping.LIVE_STATUSES:
-        raise invalid(f"status {status[:20]!r}: use FINISHED, FAILED, KILLED or RUNNING")
-    if lifecycle.Status(run.status) in lifecycle.TERMINAL:
-        health.observe(db, run, [])  # ended: the whole history is in, findings settle
-    db.commit()
+    with write(db):
+        run = _run(db, change.id, for_update=True)
+        status = change.status
+        if lifecycle.Status(run.status) in lifecycle.TERMINAL \
+                and mapping.DECK_TO_MLFLOW.get(run.status) == status:
+            return {"run_info": run_info(run)}
+        run = _writable(db, change.id, caller)
+        if change.run_name and (name := mapping.run_name(change.run_name)):
+            run.name = name
+        if status == mapping.KILLED:
+            lifecycle.request_cancel(run, "killed by the MLflow client")
+            lifecycle.finish(run, 0, None, None)
+        elif status in mapping.END_STATUSES:
+            code, error = mapping.END_STATUSES[status]
+            lifecycle.finish(run, code, error, None)
+        elif status and status not in mapping.LIVE_STATUSES:
+            raise invalid(f"status {status[:20]!r}: use FINISHED, FAILED, KILLED or RUNNING")
+        if lifecycle.Status(run.status) in lifecycle.TERMINAL:
+            health.observe(db, run, [])  # ended: the whole history is in, findings settle
     return {"run_info": run_info(run)}
 
 

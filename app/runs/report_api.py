@@ -10,14 +10,13 @@ broker file, a log or a process listing is worth nothing once its run is over.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, HTTPException, status
 from sqlalchemy.orm import Session
 
-from app.core.db import SessionDep
+from app.core.db import SessionDep, write
 from app.health import service as health
 from app.logs import service as log_service
 from app.metrics import pipeline
@@ -79,18 +78,6 @@ def locked_run(db: Session, run_id: int, authorization: str | None) -> Run:
     until the 30 s waits ran out (bench/load.py p99 30-60 s, 500s and 503s). Taken here, the
     lock is held from ``BEGIN IMMEDIATE`` to commit or rollback on one thread."""
     return _authorised(get_run_for_update(db, run_id), run_id, authorization)
-
-
-@contextmanager
-def write(db: Session) -> Iterator[None]:
-    """Commit on success; on any error (a refused transition, a 409) roll back before the
-    route returns, so the write lock is never held into the session's teardown."""
-    try:
-        yield
-    except BaseException:
-        db.rollback()
-        raise
-    db.commit()
 
 
 RunAuth = Annotated[Run, Depends(authorised_run)]
