@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from app.core.config import get_settings
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
 from app.health.models import DiagnosticsRecord
+from app.metrics import inbox
 from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -55,7 +56,8 @@ _guard = threading.Lock()
 
 
 def _stored_rows(db: Session, run_id: int, after: int) -> list[tuple[int, dict[str, float]]]:
-    """Points stored after ``after`` as normalised rows (non-finite values from their raw text)."""
+    """Values stored after ``after`` as normalised rows (non-finite values from their raw text):
+    the points, and over them the inbox's steps that ``rollups.settle`` has not spread yet."""
     stmt = (select(MetricPoint.step, MetricPoint.name, MetricPoint.value, MetricPoint.raw)
             .where(MetricPoint.run_id == run_id, MetricPoint.step > after)
             .order_by(MetricPoint.step))
@@ -64,6 +66,8 @@ def _stored_rows(db: Session, run_id: int, after: int) -> list[tuple[int, dict[s
         number = value if value is not None else _parse(raw)
         if number is not None:
             rows.setdefault(step, {})[name] = number
+    for step, metrics in inbox.pending(db, run_id, after):  # received, not yet settled: newer
+        rows.setdefault(step, {}).update(metrics)
     return sorted(rows.items())
 
 

@@ -1,17 +1,33 @@
-"""One stored value per (run, metric name, step).
+"""Metrics as received (one row per step) and as read (one value per run, metric and step).
 
-The primary key makes ingest idempotent and is the index the chart queries walk
-(run -> name -> steps in order).
+Ingest writes ``metric_inbox``: one row per step whose metrics are one JSON object, trackio's
+layout, so a batch of N steps is N rows however many metrics a step logs. Before anything reads
+a run's metrics, ``rollups.settle`` spreads its inbox into ``metric_points`` (one row per value,
+the primary key the chart queries walk: run -> name -> steps in order) and its summaries, in one
+set-based statement each, then empties it. The primary keys make both idempotent.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from sqlalchemy import Float, ForeignKey, Integer, SmallInteger, String
+from sqlalchemy import Float, ForeignKey, Integer, SmallInteger, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base
+
+
+class InboxStep(Base):
+    """One received step not yet spread into ``metric_points``: ``metrics`` is a JSON object of
+    canonical name -> number, a non-finite value as its text ("nan", "inf", "-inf")."""
+
+    __tablename__ = "metric_inbox"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}
+
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metrics: Mapped[str] = mapped_column(Text)
 
 
 class MetricPoint(Base):

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from app.health import service as health
-from app.metrics.ingest import ingest, to_points, upsert_points
+from app.metrics import rollups
+from app.metrics.ingest import ingest, store
 from app.metrics.names import Row, normalize_row
 from app.rollouts import service as rollouts
 from app.runs.models import Run
@@ -22,6 +23,11 @@ def normalized(rows: Sequence[MetricRow]) -> list[Row]:
 
 
 def merge_by_step(*row_lists: Sequence[Row]) -> list[Row]:
+    """One row per step, in step order, later values winning. A single list already in strictly
+    increasing step order (what a trainer sends) is returned as is: no copy of every value."""
+    lists = [rows for rows in row_lists if rows]
+    if len(lists) == 1 and all(a[0] < b[0] for a, b in zip(lists[0], lists[0][1:])):
+        return list(lists[0])
     merged: dict[int, dict[str, float]] = {}
     for rows in row_lists:
         for step, metrics in rows:
@@ -41,17 +47,15 @@ def receive(db: Session, run: Run, rows: Sequence[Row],
             rollout_steps: Sequence[RolloutStep] = (), *, track_progress: bool = True) -> int:
     """Store normalised rows and rollouts, then re-diagnose; returns the metric points stored.
 
-    ``track_progress=False`` for imports: their steps say nothing about a live run's pace.
+    ``track_progress=False`` for imports: their steps say nothing about a live run's pace, and
+    they are settled at once (``rollups.settle``), where a live run's batches wait for a reader.
     """
     signal_rows = rollouts.store(db, run.id, rollout_steps)
     all_rows = merge_by_step(rows, signal_rows)
-    if track_progress:
-        accepted = ingest(db, run, all_rows)
-    else:
-        points = to_points(run.id, all_rows)
-        upsert_points(db, points)
-        accepted = len(points)
+    accepted = ingest(db, run, all_rows) if track_progress else store(db, run, all_rows)
     _note_names(run, all_rows)
+    if not track_progress or rollups.backlog(run) >= rollups.SETTLE_EVERY_STEPS:
+        rollups.settle(db, run)  # an import is read at once; a run nobody reads stays bounded
     if all_rows:
         health.observe(db, run, all_rows)
     return accepted

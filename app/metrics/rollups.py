@@ -7,12 +7,12 @@ Storage layout (table ``metric_rollups``, one row per run, level, metric and buc
   and the non-finite values (count, first step, one of their kinds: NaN, inf or -inf);
 * the primary key (run, level, name, bucket) makes one level of all a run's metrics one index
   range, so the page of a 1M-step run reads ~250 rows per metric at level 3;
-* level 1 is maintained at ingest, in the same transaction as the points, by recomputing the
-  buckets the batch touched (set-based SQL, no per-point Python); the levels above are
-  recomputed from the level below over the run's stale step range (``runs.rollups_stale_lo/hi``,
-  widened by each batch) when a chart next reads them, so a batch costs one statement, not four.
-  Recomputing rather than adding keeps it idempotent: a re-sent step overwrites its point, and
-  its buckets come out the same.
+* ingest stores a batch as one inbox row per step (``app/metrics/inbox.py``) and widens the
+  run's stale step range (``runs.rollups_stale_lo/hi``); ``settle`` spreads the inbox into
+  ``metric_points`` and recomputes every level from the one below over that range, when
+  something next reads the run (``catch_up``), when it ends, or when the range grows past
+  ``SETTLE_EVERY_STEPS``. Recomputing rather than adding keeps it idempotent: a re-sent step
+  overwrites its point, and its buckets come out the same.
 
 A chart of a step range picks the finest level that fits its point budget (two points, min and
 max, per bucket), so spikes survive at every zoom and NaN/inf keep a marker; zooming in reads
@@ -30,11 +30,15 @@ from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
+from app.metrics import inbox
 from app.metrics.series import Series, downsample, load_series, stored_names
 from app.runs.models import Run
 
 FACTOR = 16
 LEVELS = 4  # widths 16 .. 65536 steps: a 10M-step run still draws ~150 buckets per metric
+# A run nobody reads is settled by its own ingest once its stale range spans this many steps:
+# the inbox stays bounded (~100k values for a TRL run) without a reader or the scheduler.
+SETTLE_EVERY_STEPS = 4096
 _COLUMNS = ("run_id, level, name, bucket, n, vsum, vmin, vmax, first_step, last_step, "
             "nonfinite, nonfinite_step, nonfinite_raw")
 _SET = ", ".join(f"{c} = excluded.{c}" for c in (
@@ -96,24 +100,38 @@ def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int,
 
 
 def note_stale(run: Run, lo: int, hi: int) -> None:
-    """Ingest refreshes level 1 only and widens the run's stale range for the levels above:
-    three statements fewer per batch, folded into the run-row update the batch makes anyway."""
+    """Widen the run's stale range by a batch's steps: folded into the run-row update the batch
+    makes anyway."""
     run.rollups_stale_lo = lo if run.rollups_stale_lo is None else min(run.rollups_stale_lo, lo)
     run.rollups_stale_hi = hi if run.rollups_stale_hi is None else max(run.rollups_stale_hi, hi)
 
 
+def backlog(run: Run) -> int:
+    """Steps in the run's stale range (0 when nothing waits to be settled)."""
+    if run.rollups_stale_lo is None:
+        return 0
+    return (run.rollups_stale_hi or 0) - run.rollups_stale_lo + 1
+
+
+def settle(db: Session, run: Run) -> None:
+    """Spread the run's inbox into its points and recompute its summaries over the stale range.
+    The caller holds the run's write lock (ingest, the end report, ``catch_up``) and commits."""
+    if run.rollups_stale_lo is None:
+        return
+    inbox.spread(db, run.id)
+    refresh(db, run.id, None, run.rollups_stale_lo, run.rollups_stale_hi or 0)
+    run.rollups_stale_lo = run.rollups_stale_hi = None
+
+
 def catch_up(db: Session, run: Run) -> None:
-    """Before a chart reads the levels above 1: recompute their stale range, under the run's
-    row lock (ingest holds it too, so no batch slips in between), and commit."""
+    """Before anything reads the run's points or summaries: settle them, under the run's row
+    lock (ingest holds it too, so no batch slips in between), and commit."""
     if run.rollups_stale_lo is None:
         return
     begin_write(db)
     locked = db.scalars(select(Run).where(Run.id == run.id).with_for_update()
                         .execution_options(populate_existing=True)).one()
-    if locked.rollups_stale_lo is not None:
-        refresh(db, run.id, None, locked.rollups_stale_lo, locked.rollups_stale_hi or 0,
-                range(2, LEVELS + 1))
-        locked.rollups_stale_lo = locked.rollups_stale_hi = None
+    settle(db, locked)
     db.commit()
 
 

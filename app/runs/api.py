@@ -13,7 +13,7 @@ from app.auth.identity import CurrentIdentity, require_manage
 from app.core.db import SessionDep
 from app.core.errors import BODY_UNION_TAGS
 from app.datasets.columns import missing_column_problem
-from app.metrics.rollups import chart_data
+from app.metrics.rollups import catch_up, chart_data
 from app.metrics.series import downsample, load_series
 from app.runs import lifecycle, listing, service
 from app.runs.capabilities import refuse_devices, vllm_problem
@@ -167,7 +167,7 @@ def metrics(run_id: int, db: SessionDep,
             ) -> dict[str, dict[str, list[float | int | str | None]]]:
     """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples;
     ``after`` returns only newer steps (what a live chart appends)."""
-    run_or_404(db, run_id)
+    catch_up(db, run_or_404(db, run_id))
     wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
     series = load_series(db, run_id, wanted, after)
     limit = max_points or 0

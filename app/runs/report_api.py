@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.core.db import SessionDep, write
 from app.health import service as health
 from app.logs import service as log_service
-from app.metrics import pipeline
+from app.metrics import pipeline, rollups
 from app.runs import lifecycle
 from app.runs.models import Run
 from app.runs.service import (
@@ -162,4 +162,5 @@ def finished(run_id: int, body: FinishedIn, db: SessionDep,
         _transition(lambda: lifecycle.finish(run, body.returncode, body.error,
                                              body.traceback_tail))
         health.observe(db, run, [])  # ended: the whole history is in, findings settle as they are
+        rollups.settle(db, run)  # and its points and summaries are spread while the lock is held
     return _control(run)

@@ -74,7 +74,6 @@ def _spark_values(db: Session, run: Run) -> list[float]:
     known = rollups.span(db, run.id) if run.current_step > SPARK_POINTS else None
     level = 0
     if known is not None:
-        rollups.catch_up(db, run)
         steps = known[1] - known[0] + 1
         level = next((lv for lv in range(1, rollups.LEVELS + 1)
                       if math.ceil(steps / rollups.width(lv)) <= SPARK_POINTS), rollups.LEVELS)
@@ -107,6 +106,8 @@ def _runtime(run: Run, now: datetime) -> float | None:
 def row_numbers(db: Session, runs: Sequence[Run]) -> dict[int, RowNumbers]:
     """Per shown run, its numbers (see the module docstring for the cost)."""
     now = datetime.now(UTC)
+    for run in runs:
+        rollups.catch_up(db, run)  # a live run's latest batches, before its last values are read
     with_metrics = [r.id for r in runs if r.metric_names]
     found = {row[0]: row[1:] for row in db.connection().execute(
         _NUMBERS, {"ids": with_metrics})} if with_metrics else {}

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.metrics.rollups import catch_up
 from app.metrics.series import load_series
 from app.runs import lifecycle
 from app.runs.api import run_or_404
@@ -63,6 +64,7 @@ def _finite(values: list[float]) -> list[float]:
 def report(db: Session, run: Run) -> dict[str, Any]:
     """{steps, rewards_vary, curves_move, moved, verdict, text}; the two answers are None
     until a step is logged."""
+    catch_up(db, run)
     series = load_series(db, run.id, [*SPREAD, ZERO_SHARE, *MOVING])
     steps = max((s.steps[-1] for s in series.values() if s.steps), default=0)
     if not steps:

@@ -11,15 +11,16 @@ import math
 from collections import defaultdict
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.core.db import get_sessionmaker
 from app.metrics import pipeline
-from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.models import InboxStep, MetricPoint, MetricRollup
 from app.metrics.rollups import FACTOR, LEVELS, catch_up, chart_data
 from app.runs.models import Run
 from app.runs.service import get_run_for_update
 from tests.app.conftest import running_run
+from tests.settled import settle
 
 
 def _receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
@@ -50,6 +51,7 @@ def _expected(points: list[MetricPoint]) -> dict[tuple[int, str, int], tuple]:
 
 def _stored(run_id: int) -> tuple[list[MetricPoint], dict[tuple[int, str, int], tuple]]:
     with get_sessionmaker()() as db:
+        settle(db, [run_id])
         points = list(db.scalars(select(MetricPoint).where(MetricPoint.run_id == run_id)))
         rollups = {(r.level, r.name, r.bucket): (
             r.n, round(r.vsum, 9) if r.vsum is not None else None, r.vmin, r.vmax,
@@ -66,20 +68,23 @@ def test_every_level_equals_the_points_after_overlaps_resends_and_nonfinite(
         _receive(run_id, rows)
     _receive(run_id, [(300, {"reward": 50.0, "kl": math.nan}), (301, {"kl": math.inf})])
     _receive(run_id, [(17, {"reward": -9.0})])  # a late re-send with a new value
-    # one import-sized batch: PostgreSQL takes the COPY path
+    with get_sessionmaker()() as db:  # ingest stored the steps as received and marked them ...
+        run = db.get(Run, run_id)
+        assert run is not None and (run.rollups_stale_lo, run.rollups_stale_hi) == (0, 631)
+        assert db.scalar(select(func.count()).select_from(InboxStep)) == 632
+        assert db.scalar(select(func.count()).select_from(MetricPoint)) == 0
+        catch_up(db, run)  # ... which the next read spreads into points and summaries
+        assert db.get(Run, run_id).rollups_stale_lo is None
+        assert db.scalar(select(func.count()).select_from(InboxStep)) == 0
+    points, rollups = _stored(run_id)
+    assert len(points) == 2 * 632 and rollups == _expected(points)
+    # one import-sized batch: its stale range passes SETTLE_EVERY_STEPS, so ingest settles it
     _receive(run_id, [(s, {"reward": 0.5, "loss": 1.0 / s}) for s in range(700, 5000)])
+    with get_sessionmaker()() as db:
+        assert db.get(Run, run_id).rollups_stale_lo is None
     points, rollups = _stored(run_id)
     assert len(points) == 2 * 632 + 2 * 4300  # steps 0..631 of reward and kl, then 700..4999
     expected = _expected(points)
-    # ingest keeps level 1 exact and marks the steps whose upper levels are out of date ...
-    assert {k: v for k, v in rollups.items() if k[0] == 1} == {
-        k: v for k, v in expected.items() if k[0] == 1}
-    with get_sessionmaker()() as db:
-        run = db.get(Run, run_id)
-        assert run is not None and (run.rollups_stale_lo, run.rollups_stale_hi) == (0, 4999)
-        catch_up(db, run)  # ... which the next chart read brings up to date
-        assert db.get(Run, run_id).rollups_stale_lo is None
-    points, rollups = _stored(run_id)
     assert rollups == expected
     assert rollups[(1, "reward", 300 // FACTOR)][3] == 50.0  # the spike is the bucket max
     assert rollups[(1, "kl", 300 // FACTOR)][6:] == (2, 300)  # NaN and inf, first at 300

@@ -18,6 +18,7 @@ from app.metrics.models import MetricPoint
 from app.runs.models import Run
 from tests.app.conftest import running_run
 from tests.app.test_chart_rollups import _expected, _stored
+from tests.settled import settle
 
 NAMES = [f"m{i}" for i in range(20)] + ["reward", "reward_std", "kl", "entropy", "loss"]
 STEPS = 100  # x 25 metrics = 2,500 points: above ingest._PG_COPY_FROM, PostgreSQL COPYs them
@@ -108,6 +109,7 @@ def test_deleting_a_finished_run_deletes_its_points(client: TestClient) -> None:
                            headers=h).status_code == 200
     assert client.delete(f"/api/runs/{doomed}").status_code == 204
     with get_sessionmaker()() as db:
+        settle(db, [kept])
         left = dict(db.execute(select(MetricPoint.run_id, func.count())
                                .where(MetricPoint.run_id.in_([doomed, kept]))
                                .group_by(MetricPoint.run_id)).all())

@@ -19,7 +19,8 @@ import app.models  # noqa: F401  (every table on the metadata)
 from app.core.db import Base
 from app.diagnostics import diagnose
 from app.health.service import context_for
-from app.metrics.ingest import _update_progress, ingest, to_points, upsert_points
+from app.metrics import inbox, rollups
+from app.metrics.ingest import _update_progress, ingest, store
 from app.metrics.models import MetricPoint
 from app.runs.models import Run
 
@@ -48,45 +49,68 @@ def stored(db: Session) -> dict[tuple[int, str], tuple[float | None, str | None]
     return {(p.step, p.name): (p.value, p.raw) for p in db.scalars(select(MetricPoint))}
 
 
-# --- points ---------------------------------------------------------------------------------
+# --- points: stored one row per step, spread into per-metric points ----------------------------
 
-def test_later_row_for_the_same_step_and_name_wins() -> None:
-    points = to_points(7, [(1, {"reward": 0.1, "kl": 0.5}), (1, {"reward": 0.9}), (2, {"reward": 0.2})])
-    by_key = {(p[2], p[1]): p for p in points}
-    assert len(points) == 3
-    assert by_key[(1, "reward")] == (7, "reward", 1, 0.9, None)  # run, name, step, value, raw
-    assert by_key[(1, "kl")][3] == 0.5 and by_key[(2, "reward")][3] == 0.2
-    assert [(name, step) for _, name, step, _, _ in points] == [
-        ("kl", 1), ("reward", 1), ("reward", 2)]
-
-
-def test_non_finite_values_are_kept_as_their_text() -> None:
-    points = {p[1]: p[3:] for p in to_points(1, [(3, {"a": math.nan, "b": math.inf,
-                                                       "c": -math.inf, "d": 0.0})])}
-    assert points["a"] == (None, "nan")
-    assert points["b"] == (None, "inf")
-    assert points["c"] == (None, "-inf")
-    assert points["d"] == (0.0, None)
-
-
-def test_long_names_are_cut_to_the_column_size() -> None:
-    (point,) = to_points(1, [(1, {"x" * 250: 1.0})])
-    assert point[1] == "x" * 200
-
-
-def test_upsert_overwrites_instead_of_duplicating(db: Session) -> None:
-    upsert_points(db, to_points(1, [(1, {"reward": 0.1, "loss": math.nan})]))
-    upsert_points(db, to_points(1, [(1, {"reward": 0.7, "loss": 2.0}), (2, {"reward": 0.2})]))
+def _store(db: Session, rows: list[tuple[int, dict[str, float]]]) -> None:
+    """What ingest then a reader do: one inbox row per step, then ``settle`` spreads them."""
+    run = db.get(Run, 1)
+    assert run is not None
+    store(db, run, rows)
+    rollups.settle(db, run)
     db.commit()
+
+
+def test_later_row_for_the_same_step_and_name_wins(db: Session) -> None:
+    run = db.get(Run, 1)
+    assert store(db, run, [(1, {"reward": 0.1, "kl": 0.5}), (1, {"reward": 0.9}),
+                           (2, {"reward": 0.2})]) == 3
+    rollups.settle(db, run)
+    db.commit()
+    assert stored(db) == {(1, "reward"): (0.9, None), (1, "kl"): (0.5, None),
+                          (2, "reward"): (0.2, None)}
+
+
+def test_non_finite_values_are_kept_as_their_text(db: Session) -> None:
+    assert inbox.storable({"a": math.nan, "b": math.inf, "c": -math.inf, "d": 0.0}) == {
+        "a": "nan", "b": "inf", "c": "-inf", "d": 0.0}
+    _store(db, [(3, {"a": math.nan, "b": math.inf, "c": -math.inf, "d": 0.0, "e": 1e308})])
+    points = {name: value for (_, name), value in stored(db).items()}
+    assert points == {"a": (None, "nan"), "b": (None, "inf"), "c": (None, "-inf"),
+                      "d": (0.0, None), "e": (1e308, None)}
+
+
+def test_finite_values_that_overflow_a_sum_are_kept_as_numbers(db: Session) -> None:
+    _store(db, [(1, {"a": 1.7e308, "b": 1.7e308})])  # their sum is inf: the slow path checks
+    assert {n: v for (_, n), v in stored(db).items()} == {"a": (1.7e308, None),
+                                                          "b": (1.7e308, None)}
+
+
+def test_long_names_are_cut_to_the_column_size(db: Session) -> None:
+    _store(db, [(1, {"x" * 250: 1.0})])
+    assert list(stored(db)) == [(1, "x" * 200)]
+
+
+def test_a_resent_step_overwrites_instead_of_duplicating(db: Session) -> None:
+    _store(db, [(1, {"reward": 0.1, "loss": math.nan})])
+    _store(db, [(1, {"reward": 0.7, "loss": 2.0}), (2, {"reward": 0.2})])
     assert stored(db) == {(1, "reward"): (0.7, None), (1, "loss"): (2.0, None),
                           (2, "reward"): (0.2, None)}
-    upsert_points(db, to_points(1, [(1, {"loss": math.inf})]))
-    db.commit()
+    _store(db, [(1, {"loss": math.inf})])
     assert stored(db)[(1, "loss")] == (None, "inf")
 
 
+def test_a_step_resent_before_it_was_spread_keeps_its_other_values(db: Session) -> None:
+    run = db.get(Run, 1)
+    store(db, run, [(1, {"reward": 0.1, "loss": 0.5})])
+    store(db, run, [(1, {"reward": 0.7, "kl": math.nan})])  # merged into the waiting row
+    rollups.settle(db, run)
+    db.commit()
+    assert stored(db) == {(1, "reward"): (0.7, None), (1, "loss"): (0.5, None),
+                          (1, "kl"): (None, "nan")}
+
+
 def test_upsert_on_pg_overwrites(pg_database: str) -> None:
-    """PostgreSQL takes its own dialect's upsert (named without "postgresql" so that
+    """PostgreSQL takes its own dialect's statements (named without "postgresql" so that
     `make mutation`, which runs SQLite only, still runs it)."""
     engine = create_engine(pg_database)
     Base.metadata.create_all(engine)
@@ -94,10 +118,15 @@ def test_upsert_on_pg_overwrites(pg_database: str) -> None:
         with Session(engine) as session:
             session.add(make_run())
             session.commit()
-            upsert_points(session, to_points(1, [(1, {"reward": 0.1})]))
-            upsert_points(session, to_points(1, [(1, {"reward": 0.6, "kl": math.nan})]))
+            run = session.get(Run, 1)
+            store(session, run, [(1, {"reward": 0.1, "loss": 0.5})])
+            rollups.settle(session, run)
+            store(session, run, [(1, {"reward": 0.6, "kl": math.nan})])
+            store(session, run, [(1, {"kl": -math.inf}), (2, {"x" * 250: 1e-300})])
+            rollups.settle(session, run)
             session.commit()
-            assert stored(session) == {(1, "reward"): (0.6, None), (1, "kl"): (None, "nan")}
+            assert stored(session) == {(1, "reward"): (0.6, None), (1, "loss"): (0.5, None),
+                                       (1, "kl"): (None, "-inf"), (2, "x" * 200): (1e-300, None)}
     finally:
         engine.dispose()
 
@@ -107,6 +136,8 @@ def test_ingest_counts_points_and_moves_the_step(db: Session) -> None:
     assert ingest(db, run, [(1, {"reward": 0.1, "loss": 0.0}), (2, {"reward": 0.2})]) == 3
     db.commit()
     assert run.current_step == 2 and run.last_step_at is not None
+    assert stored(db) == {}  # as received: one inbox row per step, until a reader settles it
+    rollups.settle(db, run)
     assert set(stored(db)) == {(1, "reward"), (1, "loss"), (2, "reward")}
 
 

@@ -26,6 +26,7 @@ from app.runs import service
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
 from tests.conftest import migrate
+from tests.settled import settle
 from tests.stack import free_port
 
 REPORTERS = 8
@@ -117,6 +118,7 @@ def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
     assert errors == []
     last_step = batches * steps_per_batch
     with Session(engine) as db:
+        settle(db, [run_id for run_id, _ in ids])
         for run_id, _ in ids:
             points = db.execute(select(MetricPoint.step, MetricPoint.name, MetricPoint.value)
                                 .where(MetricPoint.run_id == run_id)).all()
@@ -190,6 +192,7 @@ def test_more_writers_than_request_threads_are_queued_never_answered_busy(
     assert answers == []
     engine = make_engine(database_url)
     with Session(engine) as db:
+        settle(db, [run_id for run_id, _ in ids])
         counts = dict(db.execute(select(MetricPoint.run_id, func.count())
                                  .group_by(MetricPoint.run_id)).all())
     engine.dispose()

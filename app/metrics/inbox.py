@@ -1,0 +1,112 @@
+"""Received steps, one row per step, before they are spread into ``metric_points``.
+
+Why: a TRL step logs ~25 metrics, and one B-tree row per value on the request path was ~60 % of
+the report handler (bench/ingest.py, issue 25). trackio stores one JSON row per step; so does
+the inbox. ``spread`` then moves a run's inbox into ``metric_points`` with one set-based
+statement (the database explodes the JSON: no Python per point) in key order, so its B-tree
+appends along each metric. ``rollups.settle`` calls it before anything reads the run's metrics.
+
+JSON has no NaN or infinity: such a value is stored as its text ("nan", "inf", "-inf"), which
+``spread`` turns into ``value`` NULL and ``raw`` that text, as ``metric_points`` keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import orjson
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from app.metrics.names import Row
+
+NAME_MAX = 200  # metric_points.name's size
+
+# The batch travels as one JSON object {step: metrics}, one parameter, and the database splits
+# it into rows: no per-row parameter binding (psycopg's text[] dumper escaped every quote of
+# every row's JSON with a regular expression: ~40 % of the PostgreSQL handler). A step already
+# waiting gets the new values merged over its old ones.
+_WRITE = {
+    "sqlite": text(
+        "INSERT INTO metric_inbox (run_id, step, metrics) "
+        "SELECT :run, CAST(key AS INTEGER), value FROM json_each(:batch) WHERE true "
+        "ON CONFLICT (run_id, step) DO UPDATE SET "
+        "metrics = json_patch(metric_inbox.metrics, excluded.metrics)"),
+    "postgresql": text(
+        "INSERT INTO metric_inbox (run_id, step, metrics) "
+        "SELECT :run, key::int, value::text FROM json_each(CAST(:batch AS json)) "
+        "ON CONFLICT (run_id, step) DO UPDATE SET "
+        "metrics = (metric_inbox.metrics::jsonb || excluded.metrics::jsonb)::text"),
+}
+# ``WHERE true`` keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
+_SPREAD = {
+    "sqlite": text(
+        "INSERT INTO metric_points (run_id, name, step, value, raw) "
+        "SELECT i.run_id, m.key, i.step, CASE WHEN m.type = 'text' THEN NULL ELSE m.value END, "
+        "CASE WHEN m.type = 'text' THEN m.value END "
+        "FROM metric_inbox i, json_each(i.metrics) m WHERE i.run_id = :run AND true "
+        "ORDER BY m.key, i.step "
+        "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
+        "raw = excluded.raw"),
+    "postgresql": text(
+        "INSERT INTO metric_points (run_id, name, step, value, raw) "
+        "SELECT i.run_id, m.key, i.step, "
+        "CASE WHEN jsonb_typeof(m.value) = 'number' THEN (m.value)::float8 END, "
+        "CASE WHEN jsonb_typeof(m.value) = 'string' THEN m.value #>> '{}' END "
+        "FROM metric_inbox i, jsonb_each(i.metrics::jsonb) m WHERE i.run_id = :run "
+        "ORDER BY m.key, i.step "
+        "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, "
+        "raw = EXCLUDED.raw"),
+}
+_EMPTY = text("DELETE FROM metric_inbox WHERE run_id = :run")
+_PENDING = text("SELECT step, metrics FROM metric_inbox WHERE run_id = :run AND step > :after "
+                "ORDER BY step")
+
+
+def storable(metrics: dict[str, float]) -> dict[str, float | str]:
+    """One step's metrics as stored: names cut to the column, NaN/inf as their text."""
+    if any(len(name) > NAME_MAX for name in metrics):
+        cut: dict[str, float] = {}
+        for name, value in metrics.items():
+            cut[name[:NAME_MAX]] = value  # a later name that cuts the same wins, as in a row
+        metrics = cut
+    if math.isfinite(sum(metrics.values())):  # one C loop; a finite overflow falls through too
+        return metrics  # type: ignore[return-value]
+    return {k: v if math.isfinite(v) else repr(v) for k, v in metrics.items()}
+
+
+def write(db: Session, run_id: int, rows: Sequence[Row]) -> int:
+    """Store rows, one per step; returns the values stored. The caller holds the run's write
+    lock."""
+    merged: dict[int, dict[str, float]] = {}
+    for step, metrics in rows:
+        if metrics:
+            merged[step] = {**merged[step], **metrics} if step in merged else metrics
+    if not merged:
+        return 0
+    batch = orjson.dumps({step: storable(m) for step, m in merged.items()},
+                         option=orjson.OPT_NON_STR_KEYS).decode()
+    connection = db.connection()
+    dialect = "postgresql" if connection.dialect.name == "postgresql" else "sqlite"
+    connection.execute(_WRITE[dialect], {"run": run_id, "batch": batch})
+    return sum(len(m) for m in merged.values())
+
+
+def spread(db: Session, run_id: int) -> None:
+    """Move the run's waiting steps into ``metric_points`` (a value already there is
+    overwritten: a re-sent step). The caller holds the run's write lock, so no batch lands
+    between the copy and the delete."""
+    connection = db.connection()
+    dialect = "postgresql" if connection.dialect.name == "postgresql" else "sqlite"
+    connection.execute(_SPREAD[dialect], {"run": run_id})
+    connection.execute(_EMPTY, {"run": run_id})
+
+
+def pending(db: Session, run_id: int, after: int) -> list[Row]:
+    """The run's waiting steps after ``after`` as rows (non-finite values restored)."""
+    out: list[Row] = []
+    for step, metrics in db.connection().execute(_PENDING, {"run": run_id, "after": after}):
+        values = orjson.loads(metrics)
+        out.append((step, {k: v if type(v) is float else float(v) for k, v in values.items()}))
+    return out
