@@ -1,0 +1,118 @@
+"""Ingest stores a batch as one inbox row per step (``app/metrics/inbox.py``) and leaves the
+per-metric points and summaries to ``rollups.settle``: every reader must see a batch the moment
+its reply came back, as if it had been spread at once. One test per reader that reads the
+points or summaries, each with no other read before it (which would settle the run for it)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from app.core.config import get_settings
+from app.core.db import get_sessionmaker
+from app.health import state_cache
+from app.health.models import DiagnosticsRecord
+from app.metrics.models import InboxStep
+from app.runs import smoke
+from app.runs.models import Run
+from app.runs.row_numbers import row_numbers
+from tests.app.conftest import running_run
+
+
+def _post(client: TestClient, run_id: int, headers: dict[str, str],
+          rows: list[dict]) -> None:  # type: ignore[type-arg]
+    reply = client.post(f"/api/runs/{run_id}/metrics", content=json.dumps({"rows": rows}),
+                        headers={**headers, "Content-Type": "application/json"})  # NaN as sent
+    assert reply.status_code == 200, reply.text
+
+
+def _rows(steps: range, **metrics: float) -> list[dict]:  # type: ignore[type-arg]
+    return [{"step": s, "metrics": {"reward": s / 10, "kl": 0.01 * s, **metrics}} for s in steps]
+
+
+def _waiting(run_id: int) -> int:
+    with get_sessionmaker()() as db:
+        return db.scalar(select(func.count()).select_from(InboxStep)
+                         .where(InboxStep.run_id == run_id)) or 0
+
+
+def test_a_batch_waits_in_the_inbox_until_something_reads_it(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, _rows(range(1, 6)))
+    assert _waiting(run_id) == 5  # stored as received: one row per step
+    client.get(f"/api/runs/{run_id}/chart")
+    assert _waiting(run_id) == 0
+
+
+def test_a_live_chart_polling_after_a_step_gets_the_latest_batch(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, _rows(range(1, 4)))
+    assert client.get(f"/api/runs/{run_id}/metrics?after=0").json()["reward"]["steps"] == [1, 2, 3]
+    _post(client, run_id, headers, _rows(range(4, 6), loss=math.nan))
+    body = client.get(f"/api/runs/{run_id}/metrics?after=3").json()
+    assert body["reward"] == {"steps": [4, 5], "values": [0.4, 0.5]}
+    assert body["loss"] == {"steps": [4, 5], "values": ["nan", "nan"]}
+
+
+def test_the_runs_list_shows_the_last_batchs_numbers(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, _rows(range(1, 60)))
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        numbers = row_numbers(db, [run])[run_id]
+    assert (numbers.reward, numbers.best, numbers.kl) == (5.9, 5.9, 0.59)
+    assert len(numbers.spark_values) >= 2 and numbers.spark_values[-1] > numbers.spark_values[0]
+
+
+def test_a_smoke_tests_verdict_reads_the_last_batch(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    with get_sessionmaker()() as db:
+        db.get(Run, run_id).smoke_full_steps = 100
+        db.commit()
+    _post(client, run_id, headers, [{"step": s, "metrics": {
+        "reward_std": 0.3, "frac_reward_zero_std": 0.0, "reward": 0.1 * s, "loss": 0.5 - s / 10,
+        "kl": 0.001 * s}} for s in range(1, 4)])
+    with get_sessionmaker()() as db:
+        report = smoke.report(db, db.get(Run, run_id))
+    assert report["steps"] == 3 and report["rewards_vary"] is True
+
+
+def test_an_ended_run_leaves_nothing_waiting(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, _rows(range(1, 30)))
+    assert client.post(f"/api/runs/{run_id}/finished", json={"returncode": 0},
+                       headers=headers).status_code == 200
+    assert _waiting(run_id) == 0
+    with get_sessionmaker()() as db:
+        assert db.get(Run, run_id).rollups_stale_lo is None
+
+
+def test_diagnostics_rebuilt_after_a_restart_read_the_steps_still_waiting(
+        client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A web process restarts between batches: the diagnostics state it stored (if any: it is
+    stored at most hourly here) is older than the steps stored since, which are still in the
+    inbox; the rebuilt state must include them, so it diagnoses what a process that never
+    restarted does."""
+    monkeypatch.setattr(get_settings(), "diagnostics_persist_seconds", 3600.0)
+    dead = {"reward_std": 0.0, "frac_reward_zero_std": 1.0, "reward": 0.5, "loss": 0.0,
+            "entropy": 1.0}
+    findings = []
+    for restart in (False, True):
+        run_id, headers = running_run(client)
+        for start in range(1, 40, 3):
+            _post(client, run_id, headers, [{"step": s, "metrics": dead}
+                                            for s in range(start, start + 3)])
+        if restart:
+            state_cache.forget(run_id)
+            with get_sessionmaker()() as db:  # at most the first batch's state was stored
+                record = db.get(DiagnosticsRecord, run_id)
+                assert record is None or record.through <= 3
+        _post(client, run_id, headers, [{"step": 40, "metrics": dead}])
+        assert _waiting(run_id) == 40
+        body = client.get(f"/api/runs/{run_id}/findings").json()
+        findings.append(sorted((f["category"], f["first_step"], f["last_step"])
+                               for f in body["findings"]))
+    assert findings[0] and findings[0] == findings[1]
