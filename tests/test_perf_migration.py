@@ -71,3 +71,31 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
         assert back[1] == 39
         assert c.execute(sa.text("SELECT count(*) FROM metric_points")).scalar() == 40
     engine.dispose()
+
+
+def test_downgrading_the_inbox_spreads_what_waits_in_it(url: str) -> None:
+    """inbox_0001's downgrade: steps still waiting become points, and their level-1 summaries
+    are rebuilt, which the older code expects current (it recomputes only the levels above)."""
+    _alembic(url, "upgrade", "head")
+    engine = sa.create_engine(url)
+    with engine.begin() as c:
+        c.execute(sa.text(
+            "INSERT INTO runs (id, name, source, spec, status, max_steps, current_step, "
+            "rollups_stale_lo, rollups_stale_hi) VALUES "
+            "(1, 'r', 'launched', '{}', 'running', 40, 20, 17, 20)"))
+        c.execute(sa.text("INSERT INTO metric_points (run_id, name, step, value) "
+                          "VALUES (1, 'loss', :s, :v)"), [{"s": s, "v": 1.0} for s in range(17)])
+        c.execute(sa.text("INSERT INTO metric_inbox (run_id, step, metrics) VALUES (1, :s, :m)"),
+                  [{"s": s, "m": json.dumps({"loss": 2.0, "kl": "nan" if s == 20 else 0.5})}
+                   for s in range(17, 21)])
+    _alembic(url, "downgrade", "ingest_0001")
+    with engine.begin() as c:
+        points = {(n, s): (v, r) for n, s, v, r in c.execute(sa.text(
+            "SELECT name, step, value, raw FROM metric_points"))}
+        assert len(points) == 17 + 8
+        assert points[("loss", 18)] == (2.0, None) and points[("kl", 20)] == (None, "nan")
+        level1 = {(r[0], r[1]): tuple(r[2:]) for r in c.execute(sa.text(
+            "SELECT name, bucket, n, vsum, nonfinite, nonfinite_step FROM metric_rollups "
+            "WHERE level = 1"))}
+        assert level1 == {("loss", 1): (5, 9.0, 0, None), ("kl", 1): (3, 1.5, 1, 20)}
+    engine.dispose()

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import get_settings
 from app.core.db import begin_write
-from app.metrics.models import InboxStep, MetricPoint
+from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
 from app.runs.models import Run
@@ -124,10 +124,9 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
 
 def delete_run(db: Session, run: Run) -> None:
     """Remove a finished run; its findings, rollups and rollouts go with it (ON DELETE CASCADE),
-    its points are deleted here: on PostgreSQL they have no foreign key (migration ingest_0001);
-    its inbox too, though the key would cascade: both tables of its values in one place."""
+    its points are deleted here: on PostgreSQL they have no foreign key (migration ingest_0001).
+    Steps still in its inbox (a run failed as lost is never settled) go by their key's cascade."""
     db.execute(delete(MetricPoint).where(MetricPoint.run_id == run.id))
-    db.execute(delete(InboxStep).where(InboxStep.run_id == run.id))
     db.delete(run)
     db.flush()
 

@@ -16,7 +16,7 @@ from app.core.db import get_sessionmaker
 from app.health import state_cache
 from app.health.models import DiagnosticsRecord
 from app.metrics.models import InboxStep
-from app.runs import smoke
+from app.runs import lifecycle, smoke
 from app.runs.models import Run
 from app.runs.row_numbers import row_numbers
 from tests.app.conftest import running_run
@@ -116,3 +116,16 @@ def test_diagnostics_rebuilt_after_a_restart_read_the_steps_still_waiting(
         findings.append(sorted((f["category"], f["first_step"], f["last_step"])
                                for f in body["findings"]))
     assert findings[0] and findings[0] == findings[1]
+
+
+def test_deleting_a_run_lost_with_steps_waiting_deletes_them(client: TestClient) -> None:
+    """A run failed as lost never sent its end report, so nothing settled its last batches."""
+    doomed, headers = running_run(client)
+    kept, kept_headers = running_run(client)
+    for run_id, h in ((doomed, headers), (kept, kept_headers)):
+        _post(client, run_id, h, _rows(range(1, 8)))
+    with get_sessionmaker()() as db:
+        lifecycle.fail(db.get(Run, doomed), "worker lost")
+        db.commit()
+    assert client.delete(f"/api/runs/{doomed}").status_code == 204
+    assert (_waiting(doomed), _waiting(kept)) == (0, 7)
