@@ -56,8 +56,9 @@ GROUPS: dict[str, Group] = {
     "lifecycle": Group(("app/runs/lifecycle.py",),
                        ("tests/app/test_lifecycle*.py", "tests/app/test_report_api_status.py",
                         "tests/app/test_run_liveness.py")),
-    "ingest": Group(("app/metrics/ingest.py",),
-                    ("tests/app/test_ingest_progress.py", "tests/app/test_api.py")),
+    "ingest": Group(("app/metrics/ingest.py", "app/metrics/inbox.py"),
+                    ("tests/app/test_ingest_progress.py", "tests/app/test_api.py",
+                     "tests/app/test_inbox.py", "tests/app/test_chart_rollups.py")),
     # the five one-row-at-a-time replays are a third of the folder's time and check nothing
     # the 7- and 10-row batches do not
     "diagnostics": Group(("app/diagnostics/*",), ("tests/diagnostics",), pytest_args=(
