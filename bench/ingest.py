@@ -202,6 +202,26 @@ def deck(server: DeckServer, data: list[dict[str, float]], batch: int) -> tuple[
     return elapsed, _cpu_seconds(server.server.pid) - cpu
 
 
+def deck_floor(server: DeckServer, requests: int) -> dict[str, float]:
+    """Seconds per request of what one-step-per-request cannot do without: an empty batch (the
+    report route's own fixed cost: token, run lock, heartbeat, commit) and ``GET /healthz`` (the
+    web stack and one read, the floor of any HTTP design here), one client, one at a time."""
+    run_id, token = server.new_run()
+    out: dict[str, float] = {}
+    with httpx.Client(base_url=server.url, timeout=60,
+                      headers={"Authorization": f"Bearer {token}"}) as client:
+        for name, call in (
+                ("empty batch", lambda: client.post(f"/api/runs/{run_id}/metrics",
+                                                    json={"rows": []})),
+                ("GET /healthz", lambda: client.get("/healthz"))):
+            call().raise_for_status()
+            start = time.perf_counter()
+            for _ in range(requests):
+                call().raise_for_status()
+            out[name] = (time.perf_counter() - start) / requests
+    return out
+
+
 def deck_sender(server: DeckServer, data: list[dict[str, float]]
                 ) -> tuple[float, float, float]:
     """(seconds, server CPU seconds, settle seconds) from the first row handed to the client's background
@@ -303,6 +323,7 @@ def main() -> None:
     results: dict[str, list[float]] = {}  # contender -> points/s of each repeat
     cpu_us: dict[str, list[float]] = {}  # deck contender -> server CPU microseconds per point
     settle_us: dict[str, list[float]] = {}  # backend -> settle microseconds per point
+    floor_ms: dict[str, list[float]] = {}  # "backend request" -> ms per request
     sizes: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
     servers = {b: DeckServer(b).__enter__() for b in backends}
     try:
@@ -315,6 +336,8 @@ def main() -> None:
                     key = f"deck {backend} batch {batch}"
                     results.setdefault(key, []).append(len(d) * per_point / seconds)
                     cpu_us.setdefault(key, []).append(cpu / (len(d) * per_point) * 1e6)
+                for name, seconds in deck_floor(server, len(single)).items():
+                    floor_ms.setdefault(f"{backend} {name}", []).append(seconds * 1e3)
                 seconds, cpu, settle = deck_sender(server, data)
                 key = f"deck {backend} via Sender"
                 results.setdefault(key, []).append(len(data) * per_point / seconds)
@@ -328,12 +351,12 @@ def main() -> None:
     finally:
         for server in servers.values():
             server.__exit__()
-    report(args, results, cpu_us, settle_us, sizes)
+    report(args, results, cpu_us, settle_us, floor_ms, sizes)
 
 
 def report(args: argparse.Namespace, results: dict[str, list[float]],
            cpu_us: dict[str, list[float]], settle_us: dict[str, list[float]],
-           sizes: dict[str, tuple[dict[str, int], dict[str, int]]]) -> None:
+           floor_ms: dict[str, list[float]], sizes: dict[str, tuple[dict[str, int], dict[str, int]]]) -> None:
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n{args.steps} steps x {len(METRICS)} metrics (one-step-per-request: "
           f"{args.single_steps} steps); median of {args.repeats}; {os.cpu_count()} CPUs, "
@@ -351,6 +374,14 @@ def report(args: argparse.Namespace, results: dict[str, list[float]],
             print(f"{backend}: via Sender {sender / med['trackio']:.2f}x trackio", end="")
             print(f"; one step per request {single / med['mlflow']:.2f}x MLflow"
                   if single and "mlflow" in med else "")
+        if single and "mlflow" in med:
+            mlflow_ms = len(METRICS) / med["mlflow"] * 1e3  # MLflow's ms per logged step
+            floors = [(name.split(" ", 1)[1], statistics.median(v))
+                      for name, v in floor_ms.items() if name.startswith(backend + " ")]
+            print(f"  one step per request: {len(METRICS) / single * 1e3:.2f} ms each "
+                  f"(MLflow {mlflow_ms:.2f} ms)" + "".join(
+                      f"; {name} {ms:.2f} ms = {mlflow_ms / ms:.1f}x MLflow at most"
+                      for name, ms in floors))
         if backend in settle_us:
             us = statistics.median(settle_us[backend])
             print(f"  then settling the run (inbox -> points and summaries, on its first read): "
