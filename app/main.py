@@ -13,7 +13,7 @@ from app.alerts import views as alert_views
 from app.artifacts import api as artifacts_api
 from app.artifacts import views as artifact_views
 from app.auth import views as auth_views
-from app.core import busy, limits
+from app.core import busy, json_body, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
 from app.core.config import get_settings
 from app.core.docs import install_docs
@@ -62,10 +62,10 @@ def create_app() -> FastAPI:
     limits.install(app)
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     busy.install(app)  # a database lock wait is 503 + Retry-After, not a 500
+    json_body.add_schemas(app)  # the bodies parsed by pydantic itself, in /docs too
     app.include_router(report_api.router)
     app.include_router(runs_api.router)
     app.include_router(presets.router)
-    app.include_router(rewards_api.router)
     app.include_router(rewards_api.router)
     app.include_router(sweeps.api)
     app.include_router(sweeps.pages)

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, status
 from sqlalchemy.orm import Session
 
 from app.core.db import SessionDep, write
+from app.core.json_body import json_body, openapi_body
 from app.health import service as health
 from app.logs import service as log_service
 from app.metrics import pipeline, rollups
@@ -121,9 +122,10 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
     return ClaimOut(token=token, **_control(run).model_dump())
 
 
-@router.post("/{run_id}/metrics", response_model=IngestReply)
-def post_metrics(run_id: int, batch: MetricBatch, db: SessionDep,
-                 authorization: Authorization = None) -> IngestReply:
+@router.post("/{run_id}/metrics", response_model=IngestReply,
+             openapi_extra=openapi_body(MetricBatch))
+def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(MetricBatch))],
+                 db: SessionDep, authorization: Authorization = None) -> IngestReply:
     rows = pipeline.normalized(batch.rows)  # before the lock: nothing to wait for here
     with write(db):
         run = locked_run(db, run_id, authorization)
