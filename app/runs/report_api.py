@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, HTTPException, status
 from sqlalchemy.orm import Session
 
-from app.core.db import SessionDep, write
+from app.core.db import SessionDep, checkpoint_wal, write
 from app.core.json_body import json_body, openapi_body
 from app.health import service as health
 from app.logs import service as log_service
@@ -125,13 +125,15 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
 @router.post("/{run_id}/metrics", response_model=IngestReply,
              openapi_extra=openapi_body(MetricBatch))
 def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(MetricBatch))],
-                 db: SessionDep, authorization: Authorization = None) -> IngestReply:
+                 db: SessionDep, background: BackgroundTasks,
+                 authorization: Authorization = None) -> IngestReply:
     rows = pipeline.normalized(batch.rows)  # before the lock: nothing to wait for here
     with write(db):
         run = locked_run(db, run_id, authorization)
         _require_running(run)
         accepted = pipeline.receive(db, run, rows, batch.rollouts)
         control = _control(run)
+    background.add_task(checkpoint_wal)  # after the reply: the batch is committed already
     return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
 
 
