@@ -47,6 +47,24 @@ Issue 25 (2 shared CPUs, load in brackets; ratios are to trackio in the same run
   4.8 us/point; one step per request 2.2x MLflow (SQLite), 1.6x (PostgreSQL). The issue's
   >= 1.0x is not reached: the server's CPU per point alone (7.2 us x 50k points = 0.36 s)
   exceeds trackio's whole time (0.28 s); only the one-row-per-step layout removes that.
+- one row per step (``metric_inbox``, the batch as one JSON parameter split by the database;
+  ``rollups.settle`` spreads it into points and summaries before the first read), quiet machine
+  (load 0.8-1.0), --repeats 3: via Sender SQLite 265k points/s = 1.23x trackio (215k), server
+  2.0 us/point; PostgreSQL 240k = 1.12x, 1.8 us/point. The settle that follows costs 2.8-3.8
+  us/point on SQLite (140-190 ms for the run) and 7-8 us/point on PostgreSQL, on the run's
+  first read, printed on its own line so that no cost is hidden.
+- then the body parsed by pydantic's JSON parser in one pass (``app/core/json_body.py``: 19 ->
+  9 % of the handler) and SQLite's WAL checkpointed after the reply instead of inside a commit
+  (A/B in one session, 2 runs each: 1.04-1.05x -> 1.22-1.27x trackio), --repeats 5 (load 1.2;
+  every contender ~10 % slower than an hour before): SQLite 247k = 1.28x trackio (193k), 2.2
+  us/point; PostgreSQL 199k = 1.03x, 2.0 us/point. PostgreSQL's margin is thin because part
+  of its cost is not in the web process: the postgres backend's own CPU on the same 2 cores and
+  a WAL flush per committed batch (``synchronous_commit`` stays on: an acknowledged batch must
+  survive a database crash, the Sender never sends it again).
+- one step per request stays 2.2-2.5x MLflow on SQLite, 1.7-1.9x on PostgreSQL: the printed
+  floors say why 10x is out of reach for any HTTP design on this stack: an empty batch (token,
+  run lock, commit) is 3.3-3.6 ms a request and ``GET /healthz`` 2.7-3.0 ms (the middleware
+  stack, one read, httpx), against MLflow's in-process 10-11 ms per step: 3.5-3.9x at most.
 """
 
 from __future__ import annotations
