@@ -55,7 +55,8 @@ Issue 25 (2 shared CPUs, load in brackets; ratios are to trackio in the same run
   first read, printed on its own line so that no cost is hidden.
 - then the body parsed by pydantic's JSON parser in one pass (``app/core/json_body.py``: 19 ->
   9 % of the handler) and SQLite's WAL checkpointed after the reply instead of inside a commit
-  (A/B in one session, 2 runs each: 1.04-1.05x -> 1.22-1.27x trackio), --repeats 5 (load 1.2;
+  (A/B, 2 runs each, interleaved: 1.04-1.05x trackio before, 1.22-1.27x with the 64 MiB
+  autocheckpoint alone, 1.25-1.29x with the after-reply checkpoint), --repeats 5 (load 1.2;
   every contender ~10 % slower than an hour before): SQLite 247k = 1.28x trackio (193k), 2.2
   us/point; PostgreSQL 199k = 1.03x, 2.0 us/point. PostgreSQL's margin is thin because part
   of its cost is not in the web process: the postgres backend's own CPU on the same 2 cores and
