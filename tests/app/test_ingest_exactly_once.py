@@ -1,6 +1,6 @@
 """Ingest through the report API on both backends, on the paths bench/ingest.py made faster:
-a big batch (PostgreSQL: COPY straight into the table) sent again after a lost reply, out of
-order and with NaN/inf, must leave each (run, step, name) stored once with the value sent last,
+a big batch (one inbox row per step, spread into points on the first read) sent again after a
+lost reply, out of order and with NaN/inf, must leave each (run, step, name) stored once with the value sent last,
 level-1 chart summaries equal to the points, and a run's first batch diagnosed as if its state
 had been rebuilt from the stored points."""
 
@@ -21,7 +21,7 @@ from tests.app.test_chart_rollups import _expected, _stored
 from tests.settled import settle
 
 NAMES = [f"m{i}" for i in range(20)] + ["reward", "reward_std", "kl", "entropy", "loss"]
-STEPS = 100  # x 25 metrics = 2,500 points: above ingest._PG_COPY_FROM, PostgreSQL COPYs them
+STEPS = 100  # x 25 metrics = 2,500 points, one inbox row per step, spread on the first read
 
 
 def _rows(attempt: int, steps: list[int]) -> list[dict]:  # type: ignore[type-arg]
