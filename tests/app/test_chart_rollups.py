@@ -2,7 +2,8 @@
 
 The summaries are checked against a recomputation from the stored points in Python, after
 batches that overlap, re-send a step with a new value, carry NaN/inf, and one import-sized batch
-(PostgreSQL's COPY path): whatever the history of writes, every level must equal the points.
+(settled by ingest itself, past SETTLE_EVERY_STEPS): whatever the history of writes, every level
+must equal the points.
 """
 
 from __future__ import annotations
