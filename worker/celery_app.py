@@ -17,8 +17,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from celery import Celery
+from celery.signals import worker_init
 
-from grpodeck.contract.tasks import private_broker_file
+from grpodeck.contract.tasks import embedded_broker_lock, private_broker_file
 from worker.settings import get_settings
 from worker.slots import SlotConfigError, worker_slots
 
@@ -65,6 +66,16 @@ def slot_concurrency() -> int:
 
 
 celery_app = celery_for(get_settings().broker_url, get_settings().queue)
+
+
+@worker_init.connect
+def _declare_queue(sender: object = None, **_: object) -> None:
+    """Before the consumer starts: the queue declared once under the embedded broker's lock,
+    so a run sent while this worker starts cannot race it (``embedded_broker_lock``)."""
+    settings = get_settings()
+    with embedded_broker_lock(settings.broker_url), \
+            celery_app.connection_for_write() as connection:
+        connection.default_channel.queue_declare(queue=settings.queue)
 
 # Connects the heartbeat (worker_ready) and the pool processes' death with the worker
 # (worker_process_init) before the pool forks.

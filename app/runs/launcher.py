@@ -12,7 +12,12 @@ from celery import Celery
 
 from app.core.config import get_settings
 from app.runs.models import Run
-from grpodeck.contract.tasks import TRAIN_RUN, TrainRunKwargs, private_broker_file
+from grpodeck.contract.tasks import (
+    TRAIN_RUN,
+    TrainRunKwargs,
+    embedded_broker_lock,
+    private_broker_file,
+)
 
 
 @lru_cache
@@ -22,6 +27,8 @@ def sender(broker_url: str, queue: str) -> Celery:
     app = Celery("grpodeck-web", broker=broker_url)
     app.conf.update(task_default_queue=queue, task_serializer="json", accept_content=["json"],
                     task_ignore_result=True, broker_connection_retry_on_startup=True)
+    with embedded_broker_lock(broker_url), app.connection_for_write() as connection:
+        connection.default_channel.queue_declare(queue=queue)  # see embedded_broker_lock
     return app
 
 

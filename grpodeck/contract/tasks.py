@@ -7,6 +7,8 @@ same name. The message carries a single-use claim ticket, never the run's token.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Required, TypedDict
 
@@ -79,3 +81,28 @@ def private_broker_file(broker_url: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
+
+
+@contextmanager
+def embedded_broker_lock(broker_url: str) -> Iterator[None]:
+    """Hold an exclusive lock on the embedded (SQLite) broker's lock file; nothing elsewhere.
+
+    Why: kombu's SQLAlchemy transport creates its tables and a queue's row with a get-or-create
+    that is safe within one process only. The web app sending a run and a worker starting up
+    both declare the queue, and the loser's IntegrityError (or "table already exists") stopped
+    the worker's consumer: the run stayed queued. Each end declares the queue once under this
+    lock before anything else touches the broker, so the row exists when the race would start.
+    """
+    if not broker_url.startswith("sqla+sqlite"):
+        yield
+        return
+    import fcntl  # POSIX: imported here so the contract still imports where it is missing
+
+    path = Path(broker_url.split("///", 1)[1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
