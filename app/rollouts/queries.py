@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.rollouts.models import RolloutGroup
+from grpodeck.contract.fields import storable
 
 Outcome = Literal["all_fail", "all_pass", "mixed", "zero_spread"]
 Sort = Literal["index", "advantage_high", "advantage_low"]
@@ -111,6 +112,13 @@ def find_groups(db: Session, run_id: int, step: int | None, f: RolloutFilter,
 
 
 def prompt_history(db: Session, run_id: int, key: str) -> Sequence[RolloutGroup]:
+    """The groups of one prompt across steps; none for a key no database could hold (a NUL or
+    a lone surrogate from the URL: PostgreSQL refuses to compare with it, and no stored key,
+    a hash of the prompt, has one)."""
+    try:
+        storable(key)
+    except ValueError:
+        return []
     stmt = (select(RolloutGroup).where(RolloutGroup.run_id == run_id,
                                        RolloutGroup.prompt_key == key)
             .order_by(RolloutGroup.step, RolloutGroup.group_index))

@@ -179,3 +179,12 @@ def test_a_workers_long_error_is_cut_not_refused(client: TestClient) -> None:
     assert reply.status_code == 200 and reply.json()["status"] == "failed"
     run = client.get(f"/api/runs/{run_id}").json()
     assert len(run["error"]) == 16_000 and run["traceback_tail"].endswith("\ufffdBoom")
+
+
+def test_a_prompt_key_no_database_can_hold_is_not_found(client: TestClient) -> None:
+    """Found by the page fuzzer: a NUL in the prompt key of the URL reached PostgreSQL
+    (which refuses it in a comparison) and answered 500."""
+    run_id, _ = running_run(client)
+    for key in ("%00", "a%00b", "%ED%A0%80"):  # NUL, and the UTF-8 bytes of a lone surrogate
+        assert client.get(f"/runs/{run_id}/rollouts/prompt/{key}").status_code == 404, key
+        assert client.get(f"/api/runs/{run_id}/rollouts/prompt/{key}").status_code == 404, key
