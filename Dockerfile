@@ -1,7 +1,9 @@
 # One image for web, worker and scheduler, in two stages.
 # build: npm fetches the front-end files the app serves; both wheels are built (the server's
 # carries templates, static files, migrations, alembic.ini and those npm files: hatch_build.py).
-FROM python:3.11-slim AS build
+# The base is pinned by digest (the multi-architecture index of python:3.11.15-slim): a rebuilt
+# tag cannot change what ships; bump both FROM lines together.
+FROM python:3.11.15-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff AS build
 # hadolint ignore=DL3008
 RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
     && rm -rf /var/lib/apt/lists/*
@@ -20,7 +22,7 @@ RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./clients/python .
 
 # runtime: the installed wheels only (no sources, no node). On PyPI torch==2.13.0 is the CUDA
 # build the GPU worker needs.
-FROM python:3.11-slim
+FROM python:3.11.15-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir torch==2.13.0 \
     && pip install --no-cache-dir --find-links /wheels grpodeck==0.1.0 \
@@ -41,4 +43,8 @@ ENV GRPODECK_HOME=/var/lib/grpodeck \
     GRPODECK_MODELS_DIR=/models \
     GRPODECK_PUBLIC_URL=http://localhost:8000
 EXPOSE 8000
+# The default command's health: the web app answers /healthz (liveness; 200 while it serves).
+# The worker and scheduler services set their own (docker-compose.yml).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=5)"]
 CMD ["grpodeck", "serve", "--host", "0.0.0.0"]

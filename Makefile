@@ -4,15 +4,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test setup setup-test lint bench mutation
+.PHONY: run test test-fast setup setup-test lint bench mutation docs docs-build
 
 run: setup
 	$(VENV)/bin/grpodeck up
 
-# Two xdist workers (the CI machines have 2 cores; -n auto picks the same there): the live-stack
-# tests stay together per group (tests/conftest.py), so each stack starts once.
+# Two xdist workers (the CI machines have 2 cores; -n auto picks the same there): the tests that
+# share a live fixture (a stack per backend, the wheels, a bench run) stay on one worker
+# (tests/scheduling.py), so each stack starts once.
 test: setup setup-test lint
 	$(PY) -m pytest -q -n 2 --dist loadscope --durations=15
+
+# The inner loop: everything but the tests marked ``live`` (tests/conftest.py: live stacks,
+# browsers, packaging venvs, `grpodeck up`, the bench smoke runs). `make test` runs them all.
+test-fast: setup lint
+	$(PY) -m pytest -q -n 2 --dist loadscope --durations=10 -m "not live"
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -53,3 +59,11 @@ bench: setup
 # `make mutation GROUPS="ingest lifecycle"` runs some groups only.
 mutation: setup
 	$(PY) tools/mutation.py $(GROUPS)
+
+# The docs site (mkdocs.yml, docs/): served with live reload on a port of its own (the dashboard
+# keeps 8000); built with --strict, so a broken link or a page missing from the nav fails.
+docs: setup
+	$(VENV)/bin/mkdocs serve -a 127.0.0.1:8001
+
+docs-build: setup
+	$(VENV)/bin/mkdocs build --strict

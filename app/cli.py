@@ -148,10 +148,10 @@ EXIT_UNKNOWN = 3  # `diagnose` read no reward metric: nothing to call healthy
 
 
 def _mapping(items: list[str] | None) -> dict[str, str]:
-    from app.metrics.names import parse_mapping
+    from app.importers.mapping import parse_map
 
     try:
-        return parse_mapping(items or [])
+        return parse_map(items or [])
     except ValueError as exc:
         typer.echo(f"error: --map {exc}", err=True)
         raise typer.Exit(2) from None
@@ -162,29 +162,43 @@ def diagnose(path: Path, as_json: Annotated[bool, typer.Option("--json", help="p
              max_completion_length: Annotated[int | None, typer.Option(
                  help="the run's max_completion_length, if known")] = None,
              map_: MapOption = None) -> None:
-    """Diagnose a training log (or a TRL output/checkpoint folder) without any server.
-    Exit status: 0 diagnosed, 2 unreadable, 3 unknown (no reward metric was read)."""
+    """Diagnose a training log (or a folder: TRL output, TensorBoard events, mlruns/, a W&B
+    run) without any server. Exit status: 0 diagnosed, 2 unreadable, 3 unknown (no reward
+    metric was read)."""
     from app.diagnostics import RunContext
     from app.diagnostics.coverage import UNKNOWN
     from app.diagnostics.report import format_text, to_json_dict
     from app.importers import LogFormatError
-    from app.runs.imports import diagnose_path
+    from app.importers.read_report import read_lines, read_summary, suggested_map
+    from app.imports.service import read_and_diagnose
 
     mapping = _mapping(map_)
     try:
-        diagnosis = diagnose_path(path, RunContext(max_completion_length=max_completion_length),
-                                  mapping)
+        diagnosis, log = read_and_diagnose(
+            path, RunContext(max_completion_length=max_completion_length), mapping)
     except (LogFormatError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(json.dumps(to_json_dict(diagnosis), indent=2) if as_json else format_text(diagnosis))
-    if diagnosis.verdict == UNKNOWN:
+    unknown = diagnosis.verdict == UNKNOWN
+    hint = suggested_map({k for _, m in log.rows for k in m}) if unknown else None
+    if as_json:
+        body = {**to_json_dict(diagnosis), "read": read_summary(log), "suggested_map": hint}
+        typer.echo(json.dumps(body, indent=2))
+    else:
+        lines = [*read_lines(log), format_text(diagnosis)]
+        if hint:
+            lines.append(f"Try: grpodeck diagnose {path} {hint}")
+        typer.echo("\n".join(lines))
+    if unknown:
         raise typer.Exit(EXIT_UNKNOWN)
 
 
 @cli.command("import")
 def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run name")] = None,
                map_: MapOption = None,
+               save_map: Annotated[bool, typer.Option(
+                   "--save-map", help="remember --map for the next log of this file or folder "
+                                      "name (read with it when imported without --map)")] = False,
                url: Annotated[str | None, typer.Option(
                    help="upload to the Deck at this address (POST /api/imports) instead of "
                         "writing the database")] = None,
@@ -195,17 +209,21 @@ def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run na
     output folder's run is named after the folder and keeps its saved training arguments.
     With ``--url`` the log is uploaded over HTTP: no database access needed."""
     if url:
+        if save_map:
+            typer.echo("error: --save-map is for a local import (the upload form and "
+                       "POST /api/imports take save_map)", err=True)
+            raise typer.Exit(2)
         _upload(url, api_key, path, name, map_)
         return
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
-    from app.runs.imports import import_path
+    from app.imports.service import import_path
 
     mapping = _mapping(map_)
     migrate()
     with get_sessionmaker()() as db:
         try:
-            runs = import_path(db, path, name, mapping=mapping)
+            runs = import_path(db, path, name, mapping=mapping, save_mapping=save_map)
         except (LogFormatError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from starlette.middleware.gzip import GZipMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -13,34 +16,36 @@ from app.alerts import views as alert_views
 from app.artifacts import api as artifacts_api
 from app.artifacts import views as artifact_views
 from app.auth import views as auth_views
+from app.compare import views as compare
 from app.core import busy, json_body, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
 from app.core.config import get_settings
+from app.core.db import get_sessionmaker
 from app.core.docs import install_docs
 from app.core.error_pages import install as install_error_pages
+from app.core.templating import templates
 from app.datasets import api as datasets_api
 from app.datasets import views as dataset_views
 from app.dryruns import api as dry_runs_api
-from app.dryruns import views as dry_run_views
 from app.health import api as health_api
+from app.imports import api as import_api
+from app.imports import views as import_views
+from app.ingest import report_api
+from app.launch import api as launch_api
+from app.launch import dry_run_views, presets, rewards_api, smoke, sweeps
+from app.launch import views as launch_views
+from app.listing import api as listing_api
+from app.listing import views as list_views
 from app.logs import views as log_views
+from app.metrics import api as metrics_api
+from app.metrics.settler import Settler
 from app.mlflow import api as mlflow_api
+from app.page_context import install as install_page_context
 from app.processes import api as processes_api
 from app.rollouts import api as rollouts_api
 from app.rollouts import views as rollout_views
-from app.runs import api as runs_api
-from app.runs import (
-    compare,
-    import_api,
-    import_views,
-    list_views,
-    presets,
-    report_api,
-    rewards_api,
-    smoke,
-    sweeps,
-    views,
-)
+from app.run_page import api as runs_api
+from app.run_page import views
 from app.security import install as install_security
 
 
@@ -55,16 +60,42 @@ def trust_forwarded_headers(app: FastAPI) -> None:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
 
+def _favicon() -> FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links: answer with the drawn SVG rather
+    than a 404 in every page's console."""
+    return FileResponse(MOUNTS["app"] / "favicon.svg", media_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
+@asynccontextmanager
+async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    """A served process (not an in-process test client) runs the background settler: live
+    runs' waiting steps are spread off the read path (``app/metrics/settler.py``)."""
+    every = get_settings().settle_seconds
+    settler = Settler(get_sessionmaker(), every) if every > 0 else None
+    if settler is not None:
+        settler.start()
+    try:
+        yield
+    finally:
+        if settler is not None:
+            settler.stop()
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="GRPO Deck", version="0.1.0", docs_url=None,
-                  redoc_url=None,
+                  redoc_url=None, lifespan=lifespan,
                   description="Launch GRPO runs and learn early, with evidence, how they are doing.")
+    install_page_context(templates)
     limits.install(app)
     install_error_pages(app)  # after limits: HTML 404/422/500 pages for browsers (413 stays)
     busy.install(app)  # a database lock wait is 503 + Retry-After, not a 500
     json_body.add_schemas(app)  # the bodies parsed by pydantic itself, in /docs too
     app.include_router(report_api.router)
+    app.include_router(launch_api.router)
+    app.include_router(listing_api.router)
     app.include_router(runs_api.router)
+    app.include_router(metrics_api.router)
     app.include_router(presets.router)
     app.include_router(rewards_api.router)
     app.include_router(sweeps.api)
@@ -90,6 +121,7 @@ def create_app() -> FastAPI:
     app.include_router(artifacts_api.upload_router)
     app.include_router(artifacts_api.router)
     app.include_router(artifact_views.router)
+    app.include_router(launch_views.router)  # before views: /runs/new is not a run id
     app.include_router(views.router)
     app.include_router(auth_views.router)
     mlflow_api.install(app)
@@ -98,6 +130,7 @@ def create_app() -> FastAPI:
                                                 artifacts_api.upload_router],
                      own_auth_routers=[mlflow_api.router])
     install_docs(app)
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/static/app", HashedStaticFiles(directory=MOUNTS["app"]), name="static")
     app.mount("/static/htmx", HashedStaticFiles(directory=MOUNTS["htmx"], check_dir=False),
               name="htmx")

@@ -5,6 +5,7 @@ from app.artifacts.models import Artifact  # noqa: F401
 from app.auth.models import ApiKey, User, UserSession  # noqa: F401
 from app.dryruns.models import DryRun  # noqa: F401
 from app.health.models import DiagnosticsRecord, FindingRecord  # noqa: F401
+from app.imports.saved_mappings import SavedMapping  # noqa: F401
 from app.logs.models import RunLogChunk  # noqa: F401
 from app.metrics.models import MetricPoint, MetricRollup  # noqa: F401
 from app.processes.models import HeartbeatRecord  # noqa: F401

@@ -1,7 +1,8 @@
 """`grpodeck scheduler`: the one process for background work, apart from the web processes.
 
-It delivers alerts (the outbox sender, every ``alert_poll_seconds``) and checks live runs for
-silence (``check_live_runs``, every ``lost_check_seconds``). Running it inside every web process
+It delivers alerts (the outbox sender, every ``alert_poll_seconds``) and checks live runs and
+started dry runs for silence (``check_live_runs``, ``check_dry_runs``, every
+``lost_check_seconds``). Running it inside every web process
 would send everything once per uvicorn worker; it is a plain process rather than Celery beat
 because Celery workers here are GPU machines busy with one long training task each (a beat task
 would queue behind a run for hours) and hold no database credentials, while this loop needs
@@ -25,7 +26,8 @@ import httpx
 from app.alerts.sender import Sender
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
-from app.health.watch import check_live_runs
+from app.dryruns.lost import check_dry_runs
+from app.ingest.watch import check_live_runs
 from app.processes.service import beat
 from grpodeck.contract.heartbeat import Heartbeat
 
@@ -102,6 +104,7 @@ def run(stop: threading.Event | None = None) -> None:
                     since = web.poll()
                     if since is not None:
                         check_live_runs(since=since)
+                        check_dry_runs(since=since)
                 except Exception:
                     log.exception("lost-run check failed")
             stop.wait(settings.alert_poll_seconds)

@@ -6,7 +6,8 @@ A live GRPO Deck (uvicorn on SQLite, tests/stack.py) receives both reporters' ro
 worker's reporter reports to a run registered for it, with that run's token), so their sender
 threads really post while the training thread is timed; trackio writes to a temporary local
 project. Each call is timed alone (perf_counter_ns), after a warm-up.
-Usage: python bench/callback_cost.py [--steps N]
+Usage: python bench/callback_cost.py [--steps N] [--smoke]   (--smoke: 30 calls each, the same
+path; tests/test_benches.py runs it so an API change cannot break the bench unnoticed)
 """
 
 from __future__ import annotations
@@ -79,10 +80,12 @@ def deck_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
 
 def worker_costs(url: str, steps: int, workdir: Path) -> tuple[list[float], int]:
     """The worker's reporter, on a run registered for it (its id and token)."""
-    from grpodeck.client import DeckCallback
+    from grpodeck.client.run import register
+    from grpodeck.contract.wire import ExternalRunIn
     from worker.training.reporting import MetricsReporter
 
-    run = DeckCallback(url=url, name="bench-worker-reporter").register({"model": "bench"})
+    body = ExternalRunIn(source="external", name="bench-worker-reporter", spec={"model": "bench"})
+    run = register(url, body, api_key=None, timeout=10.0)
     rep = MetricsReporter(url, run.id, run.token, spool_path=workdir / "worker" / "metrics.jsonl")
     try:
         return callback_costs(rep, steps, workdir / "worker")
@@ -105,9 +108,12 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=2_000)
-    steps = parser.parse_args().steps
+    parser.add_argument("--smoke", action="store_true", help="30 calls each: seconds")
+    args = parser.parse_args()
+    steps = 30 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "deck").mkdir()
         with live_stack("embedded", Path(tmp) / "deck") as deck:

@@ -1,6 +1,7 @@
 """Browser time of the run page's chart interactions on a 5,000-step run (target: < 200 ms).
 
-Usage: python bench/chart_interaction.py [--steps 5000] [--repeats 9]
+Usage: python bench/chart_interaction.py [--steps 5000] [--repeats 9] [--smoke]
+(--smoke: 2,500 steps, 2 tries each: the same path in chromium, for tests/test_benches.py)
 
 Starts the web app (uvicorn, SQLite in a temporary folder), stores a finished run of STEPS
 steps x 25 TRL metrics through the real ingest path, opens its page in Debian's chromium
@@ -85,7 +86,7 @@ def fill(database_url: str, steps: int) -> int:
     from sqlalchemy.orm import Session
 
     from app.core.db import make_engine
-    from app.metrics import pipeline
+    from app.ingest import pipeline
     from app.runs import service
     from grpodeck.contract.spec import RunSpec
 
@@ -119,7 +120,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=5_000)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true", help="2,500 steps, 2 tries each")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.repeats = 2_500, 2
 
     from playwright.sync_api import sync_playwright
 
@@ -147,7 +151,9 @@ def main() -> None:
                       f"chromium {browser.version}")
                 smooth = [page.evaluate(SMOOTH, 0.3 + 0.05 * (i % 10))
                           for i in range(args.repeats)]
-                zoom = [page.evaluate(ZOOM, [200 + 300 * i, 1_200 + 300 * i])
+                scale = args.steps / 5_000  # the ranges below were chosen for 5,000 steps
+                zoom = [page.evaluate(ZOOM, [round((200 + 300 * i) * scale),
+                                             round((1_200 + 300 * i) * scale)])
                         for i in range(args.repeats)]
                 browser.close()
             print(f"charts in view at 1440x900: {smooth[0][2]}")

@@ -1,10 +1,12 @@
 """Speed of diagnostics on a 100k-step synthetic run: one-shot and incremental.
 
-Usage: python bench/diagnostics_speed.py [N_STEPS]
+Usage: python bench/diagnostics_speed.py [N_STEPS] [--smoke]   (--smoke: 2,000 steps, the same
+path; tests/test_benches.py runs it)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -41,7 +43,12 @@ def synthetic(n: int, seed: int = 0) -> list[tuple[int, dict]]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("steps", nargs="?", type=int, default=100_000)
+    parser.add_argument("--smoke", action="store_true", help="2,000 steps: seconds")
+    args = parser.parse_args()
+    n = 2_000 if args.smoke else args.steps
     rows = synthetic(n)
     t0 = time.perf_counter()
     one = diagnose(rows)

@@ -1,6 +1,7 @@
 """Fault drills: parts of a real stack die while tiny-random runs train; prints a table.
 
-Usage: python bench/drills.py [DRILL ...]   (drills: web-mid web-end worker-kill broker pg)
+Usage: python bench/drills.py [DRILL ...] [--smoke]   (drills: web-mid web-end worker-kill broker
+pg; --smoke: web-mid only, 10 steps, the web down 3 s: the same path, for tests/test_benches.py)
 
 Each drill starts its own stack (uvicorn + a Celery worker, as a user starts them) on a private
 PostgreSQL cluster (initdb/pg_ctl from /usr/lib/postgresql/*/bin, on a free port in a temp dir;
@@ -21,6 +22,7 @@ Not a test (minutes of training); the key drills are tests in tests/integration/
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import shutil
@@ -109,7 +111,8 @@ class PrivatePostgres:
 class Bed:
     """Where drills run: a PostgreSQL server (private when possible) and a private Redis."""
 
-    def __init__(self) -> None:
+    def __init__(self, outage_s: float = OUTAGE_S, steps: int = 40) -> None:
+        self.outage_s, self.steps = outage_s, steps  # smaller in --smoke
         self.root = Path(tempfile.mkdtemp(prefix="grpodeck-drills-"))
         self.pg = PrivatePostgres(self.root)
         self.admin = self.pg.init().admin() if self.pg.available else \
@@ -156,12 +159,12 @@ def wait_steps(stack: Stack, run_id: int, n: int) -> None:
 def web_mid(bed: Bed) -> Result:
     stack = bed.stack("web-mid")
     try:
-        run_id = stack.launch(name="web-mid", max_steps=40, **TINY)
+        run_id = stack.launch(name="web-mid", max_steps=bed.steps, **TINY)
         wait_steps(stack, run_id, 3)
         stack.kill("web")
-        time.sleep(OUTAGE_S)
+        time.sleep(bed.outage_s)
         stack.start_web()
-        return outcome(stack, "web down 30 s mid-run", "succeeded", [run_id])
+        return outcome(stack, f"web down {bed.outage_s:.0f} s mid-run", "succeeded", [run_id])
     finally:
         stack.stop()
 
@@ -175,9 +178,9 @@ def web_end(bed: Bed) -> Result:
         stack.kill("web")
         down_at = time.monotonic()
         stack.wait_until(lambda: stack.training_done(run_id), "training to end", 600)
-        time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - down_at)))
+        time.sleep(max(0.0, bed.outage_s - (time.monotonic() - down_at)))
         stack.start_web()
-        return outcome(stack, "web down 30 s at the end", "succeeded", [run_id])
+        return outcome(stack, f"web down {bed.outage_s:.0f} s at the end", "succeeded", [run_id])
     finally:
         stack.stop()
 
@@ -237,11 +240,19 @@ DRILLS: dict[str, Callable[[Bed], Result]] = {
     "web-mid": web_mid, "web-end": web_end, "worker-kill": worker_kill, "broker": broker, "pg": pg}
 
 
-def main(names: list[str]) -> int:
-    bed = Bed()
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("drills", nargs="*", metavar="DRILL", help=" ".join(DRILLS))
+    parser.add_argument("--smoke", action="store_true", help="web-mid, 10 steps, 3 s down")
+    args = parser.parse_args()
+    if unknown := set(args.drills) - set(DRILLS):
+        parser.error(f"unknown drills {sorted(unknown)}; known: {' '.join(DRILLS)}")
+    names = ["web-mid"] if args.smoke else args.drills or list(DRILLS)
+    bed = Bed(3, 10) if args.smoke else Bed()
     results = []
     try:
-        for name in names or list(DRILLS):
+        for name in names:
             started = time.monotonic()
             try:
                 result = DRILLS[name](bed)
@@ -261,4 +272,4 @@ def main(names: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

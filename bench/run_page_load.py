@@ -34,7 +34,7 @@ CHUNK = 2_000  # steps per ingest call while filling
 def fill(n_steps: int) -> int:
     """A running run with n_steps x 25 metrics stored by the real pipeline; returns its id."""
     from app.core.db import get_sessionmaker
-    from app.metrics import pipeline
+    from app.ingest import pipeline
     from app.runs import service
     from grpodeck.contract.spec import RunSpec
 
@@ -73,7 +73,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("steps", nargs="*", type=int, default=[1_000, 10_000, 100_000])
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--smoke", action="store_true",
+                        help="50 and 200 steps: seconds (tests/test_benches.py)")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = [50, 200]
     url, pg_name = _database(args.backend, Path(tempfile.mkdtemp()), "grpodeck_bench_page")
     os.environ["GRPODECK_DATABASE_URL"] = url
     os.environ.setdefault("GRPODECK_AUTH", "off")

@@ -1,6 +1,7 @@
 """Time the runs list (`/runs`) with many runs, on SQLite and PostgreSQL.
 
-Usage: python bench/runs_list.py [N_RUNS]   (default 2000). Stores N runs (a tenth tagged, a
+Usage: python bench/runs_list.py [N_RUNS] [--smoke]   (default 2000; --smoke: 30 runs, the
+same path, for tests/test_benches.py). Stores N runs (a tenth tagged, a
 few failed, some archived) in fresh databases, then prints the median server time of typical
 list requests over 7 repeats: first page, a deep page, each filter, text search, sort by name.
 PostgreSQL is skipped when 127.0.0.1:5432 does not answer.
@@ -8,6 +9,7 @@ PostgreSQL is skipped when 127.0.0.1:5432 does not answer.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -78,8 +80,13 @@ def postgres(count: int) -> dict[str, float] | None:
         return None
 
 
-def main(argv: list[str]) -> int:
-    count = int(argv[1]) if len(argv) > 1 else 2000
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="?", type=int, default=2000)
+    parser.add_argument("--smoke", action="store_true", help="30 runs: seconds")
+    args = parser.parse_args()
+    count = 30 if args.smoke else args.runs
     import logging
 
     logging.disable(logging.INFO)
@@ -96,4 +103,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

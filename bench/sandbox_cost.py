@@ -3,7 +3,8 @@
 Runs every HumanEval canonical solution (164 programs: prompt + body + the problem's checks)
 and trivial one-liners through ``worker.rewards.code.run_unit_tests``, the same path as the
 ``unit_tests`` reward, and prints seconds per program and programs per second.
-Usage (from the repository root): python -m bench.sandbox_cost [--repeat N]
+Usage (from the repository root): python -m bench.sandbox_cost [--repeat N] [--smoke]
+(--smoke: 4 programs of each kind, the same path; tests/test_benches.py runs it)
 """
 
 from __future__ import annotations
@@ -40,12 +41,15 @@ def _children_cpu() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true", help="4 programs of each kind")
     args = parser.parse_args()
     print(f"isolation: {sandbox.isolation().describe()}; {os.cpu_count()} CPUs")
-    problems, rows = humaneval_problems(), humaneval_rows()
+    few = 4 if args.smoke else None
+    problems, rows = humaneval_problems()[:few], humaneval_rows()[:few]
+    trivial = few or 64
     for _ in range(args.repeat):
-        measure("trivial (def f(): return 1)", ["def f():\n    return 1"] * 64,
-                ["assert f() == 1"] * 64, [""] * 64)
+        measure("trivial (def f(): return 1)", ["def f():\n    return 1"] * trivial,
+                ["assert f() == 1"] * trivial, [""] * trivial)
         measure("HumanEval canonical", [p["prompt"] + p["canonical_solution"] for p in problems],
                 [r["tests"] for r in rows], [r["setup"] for r in rows])
 

@@ -7,6 +7,10 @@ Both sides read the trainer's own end-of-training summary (``train_steps_per_sec
 clock for both, warm-up included), each started as a separate process group with a time limit.
 A side that cannot run says why (the Deck's N-process launch comes with the ``num_processes``
 field of the run spec: on a checkout without it the line says so); nothing is made up.
+
+Usage: python bench/scaling.py N [--cpu] [--smoke] ...   (the same as ``bench/gpu_check.py
+--scaling N ...``; --smoke: the tiny model, 2 steps, on the CPU: tests/test_benches.py runs
+it with N = 1, each side once, as the N-process launch took minutes on a loaded 2-core machine)
 """
 
 from __future__ import annotations
@@ -141,7 +145,7 @@ def deck(spec: dict[str, Any], processes: int, cpu: bool, timeout: float) -> Sid
 def scaling(spec: dict[str, Any], processes: int, cpu: bool, timeout: float) -> list[Side]:
     """Bare and Deck, each with 1 and ``processes`` processes, printed as they finish."""
     sides = []
-    for count in (1, processes):
+    for count in dict.fromkeys((1, processes)):  # N = 1 (--smoke): each side once
         for measure in (bare, deck):
             side = measure(spec, count, cpu, timeout)
             sides.append(side)
@@ -167,7 +171,7 @@ def report(sides: list[Side], processes: int, per_step_prompts: int) -> dict[str
               f"{f'{speedup / processes:.0%}' if speedup else 'n/a':>14}")
         figures[name] = {"steps_per_s_1": one, f"steps_per_s_{processes}": many,
                          "throughput_speedup": speedup}
-    for count in (1, processes):
+    for count in dict.fromkeys((1, processes)):
         b, d = rate.get(("bare accelerate launch", count)), rate.get(("through GRPO Deck", count))
         if b and d:
             print(f"GRPO Deck vs bare at {count} process(es): {d / b:.3f} of bare steps/s "
@@ -176,3 +180,10 @@ def report(sides: list[Side], processes: int, per_step_prompts: int) -> dict[str
     print(f"(a step with N processes trains N x {per_step_prompts} completions: speed-up is "
           "throughput, N x the steps/s ratio)")
     return figures
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    from bench.gpu_check import main
+
+    main(["--scaling", *sys.argv[1:]])

@@ -4,6 +4,7 @@ by ``accelerate launch`` with no GRPO Deck code around it (no reporter, no rollo
 Each rank builds TRL's ``GRPOTrainer`` from the spec with the Deck's own ``GRPOConfig`` mapping
 (so both sides train the same thing); rank 0 prints the trainer's end-of-training summary
 (``train_steps_per_second``, ...) as one JSON line prefixed ``SCALING `` for the caller.
+``--smoke`` (instead of ``--spec``): one process, the tiny model, 2 steps (tests/test_benches.py).
 """
 
 from __future__ import annotations
@@ -17,11 +18,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PREFIX = "SCALING "
+SMOKE_SPEC = {"name": "scaling-smoke", "model": "builtin:tiny-random",
+              "dataset": "builtin:short-prompts", "num_generations": 4, "max_steps": 2,
+              "max_completion_length": 8, "logging_steps": 1,
+              "rewards": [{"name": "length_target", "params": {"target": 20}}]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--spec", required=True, help="run spec JSON file")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--spec", help="run spec JSON file")
+    group.add_argument("--smoke", action="store_true", help="the tiny model, 2 steps")
     args = parser.parse_args()
     from trl import GRPOTrainer
 
@@ -31,7 +38,8 @@ def main() -> None:
     from worker.training.datasets import load_prompts
     from worker.training.models import load_model_and_tokenizer
 
-    spec = RunSpec.model_validate_json(Path(args.spec).read_text())
+    spec = (RunSpec.model_validate(SMOKE_SPEC) if args.smoke
+            else RunSpec.model_validate_json(Path(args.spec).read_text()))
     model, tokenizer = load_model_and_tokenizer(spec.model)
     train_ds, _ = load_prompts(spec)
     with tempfile.TemporaryDirectory() as out:

@@ -9,8 +9,9 @@ The real logs in /work/shared/data/real-grpo-logs are never copied into the repo
       the task score rises 0.2 -> 0.6 over 60 steps, then falls to ~0.08 by step 75 and stays
       there (a reward collapse); entropy, KL loss, response length move with it.
   handwritten_stalled.log     a hand-written loop's ``Step N | Reward: .. | KL_ref: .. | Loss:
-      ..`` lines, keys the Deck does not know: the reward stays flat at ~0.3 for 150 steps (a
-      stall) — read only with ``--map Reward=reward --map KL_ref=kl --map Loss=loss``.
+      ..`` lines (spellings the ``loop`` vocabulary reads): the reward stays flat at ~0.3 for
+      150 steps (a stall). ``handwritten_stalled(keys=ODD_KEYS)`` spells them ``Score``,
+      ``Div``, ``Obj``: read only with ``--map Score=reward --map Div=kl --map Obj=loss``.
   openrlhf_length.jsonl       OpenRLHF's wandb-style rows (``train/global_step``,
       ``train/reward``, ``train/kl``, ``train/response_length``, ``train/policy_loss``,
       ``train/return``): the response length grows 200 -> ~800 tokens while the reward stays
@@ -36,13 +37,15 @@ issue 23 found misread; each names the reading a person makes of its chart:
       objective: 'style' rises 0.2 -> 0.8 from step 200 while 'judge' falls 0.7 -> 0.25, the
       total about flat (reward hacking).
 
-Usage: python bench/simulated_logs.py OUT_DIR   (writes every file, prints their paths)
+Usage: python bench/simulated_logs.py OUT_DIR [--smoke]   (writes every file, prints their
+paths; --smoke writes them to a temporary folder: tests/test_benches.py runs it)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -82,14 +85,21 @@ def verl_collapse(steps: int = 120, seed: int = SEED) -> str:
     return "\n".join(lines) + "\n"
 
 
-def handwritten_stalled(steps: int = 150, seed: int = SEED) -> str:
-    """A hand-written GRPO loop's prints: a reward that never moves."""
+HAND_KEYS = ("Reward", "KL_ref", "Loss")  # spellings the loop vocabulary knows
+ODD_KEYS = ("Score", "Div", "Obj")  # spellings nobody could guess: read only with --map
+
+
+def handwritten_stalled(steps: int = 150, seed: int = SEED,
+                        keys: tuple[str, str, str] = HAND_KEYS) -> str:
+    """A hand-written GRPO loop's prints: a reward that never moves (``keys``: how the loop
+    spells reward, KL and loss)."""
     rng = np.random.default_rng(seed)
+    reward, kl, loss = keys
     lines = ["Loading Qwen2.5-0.5B-Instruct ...", "lr=1e-6 group_size=8"]
     for step in range(1, steps + 1):
-        lines.append(f"Step {step} | Reward: {0.3 + rng.normal(0, 0.02):.4f} | "
-                     f"KL_ref: {0.01 + abs(rng.normal(0, 0.002)):.4f} | "
-                     f"Loss: {rng.normal(0, 0.01):.4f}")
+        lines.append(f"Step {step} | {reward}: {0.3 + rng.normal(0, 0.02):.4f} | "
+                     f"{kl}: {0.01 + abs(rng.normal(0, 0.002)):.4f} | "
+                     f"{loss}: {rng.normal(0, 0.01):.4f}")
     return "\n".join(lines) + "\n"
 
 
@@ -202,6 +212,19 @@ def write_all(out: Path) -> dict[str, Path]:
     return paths
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", type=Path, default=Path("simulated-logs"))
+    parser.add_argument("--smoke", action="store_true",
+                        help="write them to a temporary folder, removed afterwards")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        written = write_all(Path(tmp) if args.smoke else args.out)
+        for path in written.values():
+            print(path)
+        print(f"{len(written)} simulated logs written")
+
+
 if __name__ == "__main__":
-    for written in write_all(Path(sys.argv[1] if len(sys.argv) > 1 else "simulated-logs")).values():
-        print(written)
+    main()

@@ -2,7 +2,8 @@
 
 Runs the real trainer (same config path as a worker run, without metric reporting) and times
 each optimizer step with a callback, ignoring the first (warm-up) step.
-Usage: python bench/step_time.py [--steps N]
+Usage: python bench/step_time.py [--steps N] [--smoke]   (--smoke: 2 steps of the tiny model
+only, the same path; tests/test_benches.py runs it)
 """
 
 from __future__ import annotations
@@ -54,10 +55,14 @@ def bench(model_ref: str, max_completion_length: int, steps: int) -> list[float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--smoke", action="store_true", help="2 steps of the tiny model only")
     args = parser.parse_args()
     results = [("builtin:tiny-random", 32, max(args.steps, 6)),
                ("builtin:smollm2-135m-instruct", 64, args.steps)]
     lines = []
+    if args.smoke:
+        results = [("builtin:tiny-random", 8, 2)]
+        lines.append("smoke mode: builtin:smollm2-135m-instruct skipped")
     for ref, length, steps in results:
         times = bench(ref, length, steps)
         lines.append(f"{ref:32s} G=4 max_completion_length={length:3d}: "

@@ -155,6 +155,39 @@
     wire(el);
   }
 
+  // Memory charts (layout.meta.byte_ticks): plotly's tick formats are decimal ("1.5G"), so the
+  // ticks are written here in binary units for the range shown ("1.5 GiB"), again after every
+  // draw that moves the range (new points, zoom).
+  var BYTE_UNITS = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024], ["B", 1]];
+  function byteTicks(lo, hi) {
+    var top = Math.max(Math.abs(lo), Math.abs(hi));
+    var unit = BYTE_UNITS.filter(function (u) { return top >= u[1] || u[1] === 1; })[0];
+    var span = (hi - lo) / unit[1] || 1;
+    var raw = span / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 2.5, 5, 10].map(function (m) { return m * mag; })
+      .filter(function (s) { return s >= raw; })[0];
+    var vals = [], text = [];
+    for (var v = Math.ceil(lo / unit[1] / step) * step; v <= hi / unit[1] + 1e-9; v += step) {
+      vals.push(v * unit[1]);
+      text.push(+v.toFixed(3) + " " + unit[0]);
+    }
+    return { vals: vals, text: text };
+  }
+  function wireByteTicks(el) {
+    if (el._byteTicks) return;
+    el._byteTicks = true;
+    var update = function () {
+      var axis = el._fullLayout && el._fullLayout.yaxis;
+      if (!axis || !axis.range || !(el.layout.meta && el.layout.meta.byte_ticks)) return;
+      var ticks = byteTicks(axis.range[0], axis.range[1]);
+      if (String(ticks.text) === String(el.layout.yaxis.ticktext)) return;  // settled
+      Plotly.relayout(el, { "yaxis.tickmode": "array", "yaxis.tickvals": ticks.vals,
+                            "yaxis.ticktext": ticks.text });
+    };
+    el.on("plotly_afterplot", update);
+    update();  // the first draw is over already
+  }
+
   function redraw(el) {
     if (el._base && el.data) render(el, { data: el.data, layout: el._base });
   }
@@ -234,6 +267,7 @@
   }
 
   function wire(el) {
+    if (el.layout && el.layout.meta && el.layout.meta.byte_ticks) wireByteTicks(el);
     if (el._wired) return;
     el._wired = true;
     el.on("plotly_relayout", function (ev) {

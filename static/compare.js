@@ -4,13 +4,69 @@
 // for a summarised run) plus the reader's choices, kept here so a live refresh keeps them:
 // * per chart: EMA smoothing (raw lines stay faint) and a log y axis;
 // * for the page: the x axis as step, time since the run started (from the run's mean step
-//   time, runs/compare.py), or % of the run's planned steps; and runs hidden or shown.
+//   time, compare/views.py), or % of the run's planned steps; and runs hidden or shown.
 // static/app.js hands the compare charts to CompareView.draw (first draw and live refresh).
+//
+// Smoothing, log y and the x axis live in the page's URL (smooth=reward:0.6,kl:0.9&log=kl&x=time,
+// compare/view_settings.py): read from it at load, written back on every change, and sent with
+// every live poll, so the refreshed fragment's controls are rendered with them and a reload or a
+// shared link shows the same charts.
 window.CompareView = (function () {
   "use strict";
-  var state = { x: "step", hidden: {}, charts: {} };  // charts: metric -> {smoothing, log}
+  var state = fromUrl(location.search);  // charts: metric -> {smoothing, log}
   var AXIS_TITLES = { step: "step", time: "time since start (s, from the run's mean step time)",
                       percent: "% of the run's planned steps" };
+
+  function fromUrl(search) {
+    var params = new URLSearchParams(search), out = { x: "step", hidden: {}, charts: {} };
+    function names(key) {
+      return (params.getAll(key).join(",")).split(",").filter(function (n) { return n; });
+    }
+    names("smooth").forEach(function (item) {
+      var cut = item.lastIndexOf(":"), weight = Number(item.slice(cut + 1));
+      if (cut > 0 && weight > 0 && weight <= 0.99) {
+        out.charts[item.slice(0, cut)] = { smoothing: weight, log: false };
+      }
+    });
+    names("log").forEach(function (metric) {
+      out.charts[metric] = out.charts[metric] || { smoothing: 0, log: false };
+      out.charts[metric].log = true;
+    });
+    if (["time", "percent"].indexOf(params.get("x")) >= 0) out.x = params.get("x");
+    return out;
+  }
+
+  // The settings as query parameters (empty values are left out by put()).
+  function settings() {
+    var smooth = [], log = [];
+    Object.keys(state.charts).forEach(function (metric) {
+      var c = state.charts[metric];
+      if (c.smoothing > 0) smooth.push(metric + ":" + c.smoothing);
+      if (c.log) log.push(metric);
+    });
+    return { smooth: smooth.join(","), log: log.join(","), x: state.x === "step" ? "" : state.x };
+  }
+
+  function put(params, values) {
+    Object.keys(values).forEach(function (key) {
+      if (values[key]) params.set(key, values[key]);
+      else params.delete(key);
+    });
+  }
+
+  function remember() {  // the address bar: a reload or a copied link keeps the charts
+    var params = new URLSearchParams(location.search);
+    put(params, settings());
+    history.replaceState(history.state, "", location.pathname + "?" + params.toString());
+  }
+
+  function onPoll(ev) {  // each live poll asks for the fragment with the current settings
+    if (!/^\/runs\/compare\/_live/.test(ev.detail.path || "")) return;
+    var values = settings();
+    Object.keys(values).forEach(function (key) {
+      if (values[key]) ev.detail.parameters.set(key, values[key]);
+    });
+  }
 
   function runs() {
     var tools = document.getElementById("compare-tools");
@@ -91,6 +147,7 @@ window.CompareView = (function () {
     if (input.classList.contains("compare-smoothing")) mine.smoothing = Number(input.value);
     else if (input.classList.contains("compare-log")) mine.log = input.checked;
     else return;
+    remember();
     if (el._figure) draw(el, el._figure);
   }
 
@@ -99,6 +156,7 @@ window.CompareView = (function () {
     if (input.id === "compare-x") state.x = input.value;
     else if (input.classList.contains("compare-run-shown")) state.hidden[input.value] = !input.checked;
     else return;
+    remember();
     redrawAll();
   }
 
@@ -107,6 +165,13 @@ window.CompareView = (function () {
     if (tools) tools.addEventListener("change", onPageTool);
     document.addEventListener("input", onChartTool);
     document.addEventListener("change", onChartTool);
+    document.body.addEventListener("htmx:configRequest", onPoll);
+    // A refresh whose figure did not change is not redrawn: still show the kept settings.
+    document.body.addEventListener("htmx:afterSettle", function () {
+      document.querySelectorAll("#compare-charts .chart").forEach(function (el) {
+        syncTools(el.closest(".compare-box"), el.dataset.metric);
+      });
+    });
   });
 
   return { draw: draw };

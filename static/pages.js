@@ -64,6 +64,7 @@
     });
   }
   setInterval(tick, 1000);
+  document.addEventListener("htmx:afterSwap", tick);  // a swapped-in timer shows its time at once
 
   // The Logs tab shows the end of the output, like `tail -f`.
   function logToEnd() {

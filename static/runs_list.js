@@ -20,11 +20,11 @@ document.body.addEventListener("htmx:beforeRequest", function (event) {
   if (busy) event.preventDefault();
 });
 
-// Summary columns: which are shown (the "Columns" checkboxes) and the sort by one of them are
-// remembered in localStorage and applied again after every table refresh (htmx swaps the table,
-// the choices live on #runs-area, outside it). Sorting orders the rows of the page shown.
+// Summary columns: which are shown (the "Columns" checkboxes) are remembered in localStorage and
+// applied again after every table refresh (htmx swaps the table, the choices live on #runs-area,
+// outside it).
 (function () {
-  var HIDDEN = "grpodeck.runs.hiddenColumns", SORT = "grpodeck.runs.sortColumn";
+  var HIDDEN = "grpodeck.runs.hiddenColumns";
   var area = document.getElementById("runs-area");
   var menu = document.getElementById("columns-menu");
   if (!area || !menu) return;
@@ -54,44 +54,40 @@ document.body.addEventListener("htmx:beforeRequest", function (event) {
     applyColumns();
   });
 
-  function applySort() {
-    var sort = read(SORT, null), table = document.getElementById("runs-grid");
-    if (!table) return;
-    table.querySelectorAll("th[data-col]").forEach(function (th) {
-      if (th.hasAttribute("aria-sort")) {
-        th.setAttribute("aria-sort", sort && sort.col === th.dataset.col
-          ? (sort.desc ? "descending" : "ascending") : "none");
-      }
-    });
-    if (!sort) return;
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    function key(row) {
-      var cell = row.querySelector("td.col-" + sort.col);
-      var v = cell ? cell.dataset.value : "";
-      return v === "" || v === undefined ? null : parseFloat(v);
-    }
-    rows.sort(function (a, b) {
-      var x = key(a), y = key(b);
-      if (x === null || isNaN(x)) return (y === null || isNaN(y)) ? 0 : 1;  // unknown last
-      if (y === null || isNaN(y)) return -1;
-      return sort.desc ? y - x : x - y;
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
+  // Sorting is the server's (header links, listing/sorting.py): after a header's swap, the
+  // filter form's sort and order show the table's, so the next filter keeps that sort.
+  function syncSort() {
+    var table = document.getElementById("runs-table"), form = document.getElementById("run-filters");
+    if (!table || !form || !table.dataset.sort) return;
+    form.elements.sort.value = table.dataset.sort;
+    form.elements.dir.value = table.dataset.dir;
   }
-  area.addEventListener("click", function (event) {
-    var button = event.target.closest("button.sort-col");
-    if (!button) return;
-    var sort = read(SORT, null), col = button.dataset.col;
-    write(SORT, {col: col, desc: sort && sort.col === col ? !sort.desc : true});
-    applySort();
-  });
 
   // On a phone the filter bar starts folded: the runs come first.
   var panel = document.getElementById("filter-panel");
   if (panel && window.matchMedia("(max-width: 700px)").matches) panel.open = false;
 
   applyColumns();
-  applySort();
-  document.body.addEventListener("htmx:afterSettle", applySort);
+  document.body.addEventListener("htmx:afterSettle", syncSort);
+})();
+
+// "Compare selected" with too few or too many runs ticked: say so next to the button instead of
+// opening the compare page's 400 (the bounds come from compare/views.py via data-min/max).
+(function () {
+  var form = document.getElementById("compare-form");
+  if (!form) return;
+  form.addEventListener("submit", function (event) {
+    var ticked = document.querySelectorAll('input[name=ids][form=compare-form]:checked').length;
+    var low = Number(form.dataset.min), high = Number(form.dataset.max);
+    var message = document.getElementById("compare-message");
+    if (ticked >= low && ticked <= high) {
+      if (message) message.textContent = "";
+      return;
+    }
+    event.preventDefault();
+    if (!message) return;
+    message.textContent = ticked < low
+      ? "Tick " + low + " to " + high + " runs to compare (" + ticked + " ticked)."
+      : "At most " + high + " runs can be compared: " + ticked + " are ticked.";
+  });
 })();

@@ -27,6 +27,14 @@ from hypothesis import settings
 from app.core import config as config_module
 from app.core import db as db_module
 from app.core.config import ROOT
+from tests.live_marker import is_live
+from tests.scheduling import (
+    forget_groups,
+    make_groups_folder,
+    make_scheduler,
+    tell_worker,
+    write_groups,
+)
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # The tests assert findings batch by batch, so the detectors run on every batch here (servers
@@ -95,26 +103,40 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "refuses more than SQLite: NUL, integer ranges, NaN)")
     config.addinivalue_line("markers", "one_backend: in-process test whose subject is not "
                                        "storage; runs on SQLite only")
+    config.addinivalue_line("markers", "live: starts a live stack, a browser or packaging venvs "
+                                       "(found by tests/live_marker.py; `make test-fast` leaves "
+                                       "these out)")
+    make_groups_folder(config)
 
 
-# Under pytest-xdist (``make test``: ``-n 2 --dist loadscope``) the tests that share a live stack
-# (session fixtures) run on one worker per folder, so each stack starts once; every other test is
-# its own scope and spreads freely. (``--dist loadgroup`` with ``xdist_group`` marks would say
-# the same, but xdist 3.8 cannot tag node ids under pytest 9, so it silently groups nothing.)
-STACK_FOLDERS = ("tests/integration/", "tests/e2e/", "tests/packaging/")  # packaging: venvs
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_live(item):
+            item.add_marker(pytest.mark.live)
+
+
+# Under pytest-xdist (``make test``: ``-n 2 --dist loadscope``) the tests that share a live
+# resource (a session- or module-scoped fixture: a stack, built wheels, a bench run) run on one
+# worker, so each starts once; every other test is its own scope and spreads freely
+# (tests/scheduling.py). (``--dist loadgroup`` with ``xdist_group`` marks would say the same by
+# hand, but xdist 3.8 cannot tag node ids under pytest 9, so it silently groups nothing.)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return make_scheduler(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    forget_groups(config)
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    if config.getvalue("dist") != "loadscope":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
+def pytest_configure_node(node: Any) -> None:
+    tell_worker(node)
 
-    class StackScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return next((f for f in STACK_FOLDERS if nodeid.startswith(f)), nodeid)
 
-    return StackScheduling(config, log)
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reports the collection
+def pytest_collection_finish(session: pytest.Session) -> None:
+    write_groups(session)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -1,5 +1,6 @@
-"""Tests that read ``metric_points`` or ``metric_rollups`` directly read them as every reader of
-the app does: after ``rollups.catch_up`` has spread the runs' inbox (``app/metrics/inbox.py``)."""
+"""Tests that read ``metric_points`` or ``metric_rollups`` directly first settle the runs, as
+the background settler (``app/metrics/settler.py``) would have by then: ``rollups.catch_up``
+spreads the runs' inbox (``app/metrics/inbox.py``)."""
 
 from __future__ import annotations
 

@@ -232,3 +232,16 @@ def test_dockerignore_keeps_what_the_dockerfile_copies() -> None:
     for source in sources:
         source = source.rstrip("/")
         assert source == "." or source in sent, f"the Dockerfile copies {source}, .dockerignore drops it"
+
+
+def test_every_service_built_from_the_image_checks_its_own_health(model: dict[str, Any]) -> None:
+    """The image's HEALTHCHECK asks the web app's /healthz on 127.0.0.1 (issue 33): a worker or
+    scheduler container would inherit it and be unhealthy forever unless it sets its own."""
+    for name, service in model["services"].items():
+        if "build" not in service or name == "web":
+            continue
+        check = service.get("healthcheck") or {}
+        assert check.get("disable") or check.get("test"), f"{name} inherits the web app's check"
+        assert "127.0.0.1:8000" not in " ".join(check.get("test") or []), name
+    scheduler = " ".join(model["services"]["scheduler"]["healthcheck"]["test"])
+    assert "http://web:8000/healthz?require=scheduler" in scheduler

@@ -67,7 +67,8 @@ def _worker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_grpodeck_worker_runs_one_pool_process_per_device_slot(tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
-    proc = _start_worker(_worker_env(tmp_path, GRPODECK_DEVICE_SLOTS="0;1;2"), log)
+    proc = _start_worker(_worker_env(tmp_path, GRPODECK_DEVICE_SLOTS="0;1;2",
+                                     CUDA_VISIBLE_DEVICES="0,1,2"), log)
     try:
         assert "concurrency: 3 (prefork)" in log.read_text()
         proc.send_signal(signal.SIGTERM)
@@ -84,6 +85,8 @@ def test_grpodeck_worker_runs_one_pool_process_per_device_slot(tmp_path: Path) -
     ({"GRPODECK_GPUS_PER_RUN": "2", "CUDA_VISIBLE_DEVICES": "0"},
      "GRPODECK_GPUS_PER_RUN=2, but this worker finds 1 GPU(s) (0)"),
     ({"GRPODECK_GPUS_PER_RUN": "1", "GRPODECK_DEVICE_SLOTS": "0"}, "not both"),
+    ({"GRPODECK_DEVICE_SLOTS": "0;1", "CUDA_VISIBLE_DEVICES": ""},
+     "GRPODECK_DEVICE_SLOTS='0;1', but this worker finds no GPU"),
 ])
 def test_a_bad_slot_setting_stops_the_worker_at_start_with_its_reason(
         tmp_path: Path, extra: dict[str, str], reason: str) -> None:

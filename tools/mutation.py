@@ -71,7 +71,7 @@ GROUPS: dict[str, Group] = {
     "signals": Group(("app/rollouts/signals.py",),
                      ("tests/diagnostics/test_rollout_signals.py",
                       "tests/diagnostics/test_signals*.py", "tests/rewards")),
-    "report_api": Group(("app/runs/report_api.py", "grpodeck/contract/spec.py"),
+    "report_api": Group(("app/ingest/report_api.py", "grpodeck/contract/spec.py"),
                         ("tests/app/test_report_api_status.py", "tests/app/test_spec*.py",
                          "tests/app/test_api.py")),
 }

@@ -20,6 +20,7 @@ from celery import Celery
 from celery.signals import worker_init
 
 from grpodeck.contract.tasks import embedded_broker_lock, private_broker_file
+from worker.identity import worker_name
 from worker.settings import get_settings
 from worker.slots import SlotConfigError, worker_slots
 
@@ -73,10 +74,12 @@ def _declare_queue(sender: object = None, **_: object) -> None:
     """Before the consumer starts: the queue declared once under the embedded broker's lock,
     so a run sent while this worker starts cannot race it (``embedded_broker_lock``)."""
     settings = get_settings()
+    worker_name()  # taken before the pool forks, so its processes share the name's lock
     with embedded_broker_lock(settings.broker_url), \
             celery_app.connection_for_write() as connection:
         connection.default_channel.queue_declare(queue=settings.queue)
 
 # Connects the heartbeat (worker_ready) and the pool processes' death with the worker
-# (worker_process_init) before the pool forks.
-import worker.heartbeat  # noqa: F401
+# (worker_process_init) before the pool forks, and the bound on a shutdown's length
+# (worker_shutting_down).
+from worker import heartbeat, shutdown  # noqa: F401

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ import httpx
 
 from grpodeck.client.retry import RETRY_STATUSES, retry_after
 from worker.celery_app import celery_app
+from worker.identity import worker_name
+from worker.settings import get_settings
 from worker.supervise import redact_paths
 from worker.training.child import SUPERVISOR_ENV
 
@@ -200,25 +203,62 @@ def _post(report_url: str, dry_run_id: int, ticket: str, body: dict[str, Any]) -
     log.error("dry run %s: the web app did not answer; result lost", dry_run_id)
 
 
+def _alive(report_url: str, dry_run_id: int, ticket: str) -> bool | None:
+    """Tell the web app this worker samples the dry run (``app.dryruns.lost``). True: go on;
+    False: the dry run is over (answered, or failed as lost: a redelivered message), so do not
+    sample; None: no answer (the web app is down), go on: the result post retries."""
+    url = f"{report_url.rstrip('/')}/api/dry-runs/{dry_run_id}/alive"
+    try:
+        reply = httpx.post(url, json={"worker": worker_name()}, timeout=10,
+                           headers={"Authorization": f"Bearer {ticket}"})
+    except httpx.TransportError as exc:
+        log.warning("dry run %s: alive not delivered: %s", dry_run_id, exc)
+        return None
+    if reply.status_code == 401:
+        return False
+    return True if reply.status_code < 400 else None
+
+
+def _run_child(command: list[str], ping: Callable[[], object], every: float
+               ) -> dict[str, Any] | None:
+    """Run the sampling child, calling ``ping`` every ``every`` seconds while it runs; the
+    error body when it failed or overran, None when it succeeded."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, SUPERVISOR_ENV: str(os.getpid())})
+    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    while True:
+        try:
+            _, stderr = proc.communicate(timeout=max(0.1, min(every,
+                                                              deadline - time.monotonic())))
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                proc.kill()
+                proc.communicate()
+                return {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was "
+                                 "stopped"}
+            ping()
+    if proc.returncode != 0:
+        return {"error": f"the dry run failed (exit {proc.returncode}):\n" + stderr[-8000:]}
+    return None
+
+
 @celery_app.task(name="grpodeck.dry_run")
 def dry_run_task(dry_run_id: int, spec: dict[str, Any], prompts: int, report_url: str,
                  ticket: str) -> None:
+    if _alive(report_url, dry_run_id, ticket) is False:
+        log.info("dry run %s is over (answered or lost): not sampled again", dry_run_id)
+        return
     with tempfile.TemporaryDirectory(prefix="grpodeck-dry-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "result.json"
         spec_path.write_text(json.dumps(spec))
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "worker.dry_run", "--spec", str(spec_path),
-                 "--prompts", str(prompts), "--out", str(out_path)],
-                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False,
-                env={**os.environ, SUPERVISOR_ENV: str(os.getpid())})
-            if done.returncode == 0 and out_path.exists():
-                body = json.loads(out_path.read_text())
-            else:
-                body = {"error": f"the dry run failed (exit {done.returncode}):\n"
-                                 + done.stderr[-8000:]}
-        except subprocess.TimeoutExpired:
-            body = {"error": f"the dry run took longer than {CHILD_TIMEOUT_S} s and was stopped"}
+        body = _run_child(
+            [sys.executable, "-m", "worker.dry_run", "--spec", str(spec_path),
+             "--prompts", str(prompts), "--out", str(out_path)],
+            lambda: _alive(report_url, dry_run_id, ticket), get_settings().heartbeat_seconds)
+        if body is None:
+            body = (json.loads(out_path.read_text()) if out_path.exists()
+                    else {"error": "the dry run wrote no result"})
     if isinstance(body.get("error"), str):
         body["error"] = redact_paths(body["error"])
     _post(report_url, dry_run_id, ticket, body)

@@ -21,6 +21,7 @@ import httpx
 from celery.signals import worker_process_init, worker_ready
 
 from grpodeck.contract.heartbeat import Heartbeat
+from worker.identity import worker_name
 from worker.settings import get_settings
 from worker.training.lifeline import set_pdeathsig
 
@@ -58,9 +59,9 @@ def _beat_forever(heartbeat: Heartbeat, every: float) -> None:
 
 @worker_ready.connect
 def start_heartbeat(sender: Any = None, **_: Any) -> None:
-    """``sender`` is the consumer; its hostname (celery@host) names this worker across restarts."""
-    name = getattr(sender, "hostname", None) or f"celery@{socket.gethostname()}"
-    heartbeat = Heartbeat(name=name, host=socket.gethostname(), pid=os.getpid())
+    """Named ``<host>-<index>`` (``worker.identity``): the same name across restarts, and
+    distinct for two workers on one host."""
+    heartbeat = Heartbeat(name=worker_name(), host=socket.gethostname(), pid=os.getpid())
     threading.Thread(target=_beat_forever, args=(heartbeat, get_settings().heartbeat_seconds),
                      daemon=True, name="heartbeat").start()
 

@@ -13,21 +13,31 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from grpodeck.contract.wire import MAX_LOG_CHUNK, STAGE_PREFIX, LogBatch, LogChunk
+from grpodeck.contract.log_markers import MARKERS_FILE, MARKERS_STREAM, sign
+from grpodeck.contract.wire import (
+    MAX_LOG_CHUNK,
+    EvalProgress,
+    LogBatch,
+    LogChunk,
+    parse_stage_line,
+)
 from worker.run_client import RunClient
 from worker.supervise import redact_paths
 
 log = logging.getLogger(__name__)
-STREAMS = ("stdout", "stderr")
+STREAMS = ("stdout", "stderr", MARKERS_STREAM)
 READ_BYTES = MAX_LOG_CHUNK  # utf-8 text decodes to at most as many characters as bytes
+MARKER_READ_BYTES = MAX_LOG_CHUNK // 4  # a signature more than doubles a short rank line
 
 
 class LogShipper:
     def __init__(self, client: RunClient, folder: Path) -> None:
         self.client = client
         self.paths = {s: folder / f"{s}.log" for s in STREAMS}
+        self.paths[MARKERS_STREAM] = folder / MARKERS_FILE
         self.offsets = dict.fromkeys(STREAMS, 0)
         self.stage: str | None = None  # the last stage line seen, sent until acknowledged
+        self.eval_progress: EvalProgress | None = None  # with it, while evaluating
 
     def _read(self, stream: str, final: bool) -> tuple[LogChunk | None, int]:
         """The next chunk of a stream and the offset after it; a partial last line waits for
@@ -36,22 +46,27 @@ class LogShipper:
         try:
             with path.open("rb") as fh:
                 fh.seek(start)
-                data = fh.read(READ_BYTES)
+                data = fh.read(MARKER_READ_BYTES if stream == MARKERS_STREAM else READ_BYTES)
         except FileNotFoundError:
             return None, start
-        if not final and len(data) < READ_BYTES and b"\n" in data:
+        whole = stream == MARKERS_STREAM  # signed line by line: never a partial one
+        if (whole or not final) and len(data) < READ_BYTES and b"\n" in data:
             data = data[:data.rindex(b"\n") + 1]
-        elif not final and len(data) < READ_BYTES:
+        elif (whole or not final) and len(data) < READ_BYTES:
             data = b""
         if not data:
             return None, start
         text = redact_paths(data.decode("utf-8", "replace"))  # as the error tail (issue 22)
+        if stream == MARKERS_STREAM:  # the supervisor vouches for them (log_markers)
+            if not self.client.marker_key:
+                return None, start + len(data)
+            text = sign(self.client.marker_key, text)
         return LogChunk(stream=stream, offset=start, text=text), start + len(data)
 
     def _stage_in(self, text: str) -> None:
         for line in text.splitlines():
-            if line.startswith(STAGE_PREFIX):
-                self.stage = line[len(STAGE_PREFIX):].strip()
+            if (parsed := parse_stage_line(line)) is not None:
+                self.stage, self.eval_progress = parsed
 
     def ship(self, final: bool = False) -> bool:
         """Send what is new; True when something was sent. Never raises: the log is worth a
@@ -67,13 +82,13 @@ class LogShipper:
         if not chunks and self.stage is None:
             return False
         try:
-            stage = self.stage if self.stage in ("loading_model", "first_step", "saving") else None
-            self.client.logs(LogBatch(chunks=chunks, stage=stage))
+            self.client.logs(LogBatch(chunks=chunks, stage=self.stage,  # type: ignore[arg-type]
+                                      eval_progress=self.eval_progress))
         except Exception as exc:  # noqa: BLE001 - the next call sends it again
             log.warning("run %s: log shipping failed: %s", self.client.run_id, exc)
             return False
         self.offsets.update(ends)
-        self.stage = None
+        self.stage = self.eval_progress = None
         return bool(chunks)
 
     def drain(self, max_calls: int = 400) -> None:

@@ -33,6 +33,7 @@ from grpodeck.contract.wire import (
     LogBatch,
     MetricBatch,
     MetricRow,
+    RolloutStep,
     StartedIn,
 )
 
@@ -72,6 +73,7 @@ class RunClient:
                  timeout: float = 10.0) -> None:
         self.run_id = run_id
         self.deadline = deadline
+        self.marker_key: str | None = None  # from the claim
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
 
     def _once(self, method: str, path: str, body: BaseModel | None = None) -> dict[str, Any]:
@@ -95,6 +97,7 @@ class RunClient:
         self._http.headers["Authorization"] = f"Bearer {ticket}"
         reply = ClaimOut.model_validate(self._call("POST", "claim", StartedIn(pid=pid, host=host)))
         self._http.headers["Authorization"] = f"Bearer {reply.token}"
+        self.marker_key = reply.marker_key  # signs the rank lines; never given to the child
         return reply.token
 
     def control(self) -> ControlOut:
@@ -103,6 +106,11 @@ class RunClient:
     def report(self, rows: list[dict[str, Any]]) -> None:
         self._call("POST", "metrics",
                    MetricBatch(rows=[MetricRow.model_validate(r) for r in rows]))
+
+    def report_rollouts(self, steps: list[dict[str, Any]]) -> None:
+        """Captured steps (the rollout spool's lines) in one batch without rows."""
+        self._call("POST", "metrics",
+                   MetricBatch(rollouts=[RolloutStep.model_validate(s) for s in steps]))
 
     def logs(self, batch: LogBatch) -> None:
         """One attempt (the shipper sends again on its next call)."""

@@ -29,6 +29,10 @@ class WorkerSettings(BaseSettings):
         30.0, description="after a stop request, how long the trainer may take before it is killed"
     )
     control_poll_seconds: float = 1.0
+    shutdown_grace_seconds: float = Field(
+        45.0, gt=0, description="after SIGTERM (or Ctrl-C) the worker stops its running tasks "
+        "(each training child gets cancel_grace_seconds) and has ended after this long at the "
+        "latest; keep it above cancel_grace_seconds (worker.shutdown)")
     report_deadline_seconds: float = Field(
         300.0, description="at a run's end, how long the worker keeps retrying to deliver its last "
         "metrics and final status while the web app is unreachable")

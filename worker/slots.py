@@ -118,7 +118,11 @@ def configured_slots(device_slots: str | None, gpus_per_run: int | None,
     if device_slots is not None:
         slots = parse_slots(device_slots)
         found = detect()
-        missing = [d for slot in slots for d in slot.devices if found and d not in found]
+        if not found:  # the README's promise: a missing GPU stops the worker, not its runs
+            raise SlotConfigError(f"GRPODECK_DEVICE_SLOTS={device_slots!r}, but this worker "
+                                  "finds no GPU (CUDA_VISIBLE_DEVICES names none, and nvidia-smi "
+                                  "is missing or lists none); unset it to train on the CPU")
+        missing = [d for slot in slots for d in slot.devices if d not in found]
         if missing:  # a child would fail at its first CUDA call, long after the launch
             raise SlotConfigError(f"GRPODECK_DEVICE_SLOTS={device_slots!r} names GPU(s) "
                                   f"{','.join(missing)}, but this worker finds "

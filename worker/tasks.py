@@ -3,8 +3,9 @@
 The task message holds a single-use claim ticket, never the run's token: the claim trades it for
 the token, which reaches the child only through its environment. The child dies with this
 process (``worker.training.lifeline``), so a ``kill -9`` of the worker leaves no orphan training;
-the run is then ended by the server's lost check. After the child exits, rows it could not
-deliver (an outage at the end of the run) are replayed from its spool before the end is reported.
+the run is then ended by the server's lost check. After the child exits, rows and captured
+rollouts it could not deliver (an outage at the end of the run) are replayed from its spools
+before the end is reported.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from celery import Task
 
 from grpodeck.client import spool
-from grpodeck.contract.log_markers import slot_line
+from grpodeck.contract.log_markers import MARKERS_ENV, MARKERS_FILE, slot_line
 from grpodeck.contract.tasks import TRAIN_RUN
 from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
@@ -38,6 +39,7 @@ from worker.training.ranks import first_failure
 log = logging.getLogger(__name__)
 
 REPLAY_CHUNK = 500
+ROLLOUT_REPLAY_CHUNK = 10  # captured steps per POST (~0.3 MB each by default; 8 MB allowed)
 CLAIM_RETRY_SECONDS = 30
 
 
@@ -88,9 +90,10 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
     out = settings.runs_dir / str(run_id)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(spec))
-    for stale in (out / "metrics.jsonl", out / "metrics.jsonl.acked"):
+    for stale in (out / "metrics.jsonl", out / "metrics.jsonl.acked", out / MARKERS_FILE):
         stale.unlink(missing_ok=True)
-    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid()), **slot_env(slot)}
+    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid()),
+           MARKERS_ENV: str(out / MARKERS_FILE), **slot_env(slot)}  # the marker key: never
     stderr_path = out / "stderr.log"
     command = _child_command(run_id, str(out / "spec.json"), report_url, str(out),
                              settings.report_deadline_seconds)
@@ -111,7 +114,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
     upload_saved(client, out)
     err_tail, err = failure(out, stderr_path) if rc else (None, None)
     try:
-        replay(client, out / "metrics.jsonl")
+        replay_all(client, out)
         client.finished(rc, err, err_tail)
     except RunConflict as exc:  # ended on the server meanwhile (lost, or cancelled and gone)
         log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
@@ -140,18 +143,29 @@ def failure(out: Path, stderr_path: Path) -> tuple[str, str | None]:
     return err_tail, error_line(err_tail)
 
 
-def replay(client: RunClient, spool_path: Path) -> int:
-    """Deliver the spool's unacknowledged rows (idempotent on the server); returns how many."""
-    rows = spool.unacked(spool_path)
-    if rows:
-        log.warning("run %s: replaying %d undelivered metric rows", client.run_id, len(rows))
+def replay(client: RunClient, spool_path: Path, rollouts: bool = False) -> int:
+    """Deliver the spool's unacknowledged rows (idempotent on the server); returns how many.
+    ``rollouts``: the spool holds captured steps (``rollouts.jsonl``), sent a few per POST."""
+    items = spool.unacked(spool_path)
+    what = "captured rollout steps" if rollouts else "metric rows"
+    if items:
+        log.warning("run %s: replaying %d undelivered %s", client.run_id, len(items), what)
     done = spool.acked(spool_path)
-    for i in range(0, len(rows), REPLAY_CHUNK):
-        chunk = rows[i:i + REPLAY_CHUNK]
-        client.report(chunk)
+    size = ROLLOUT_REPLAY_CHUNK if rollouts else REPLAY_CHUNK
+    send = client.report_rollouts if rollouts else client.report
+    for i in range(0, len(items), size):
+        chunk = items[i:i + size]
+        send(chunk)
         done += len(chunk)
         spool.mark_acked(spool_path, done)
-    return len(rows)
+    return len(items)
+
+
+def replay_all(client: RunClient, out: Path) -> int:
+    """What the child spooled and never delivered: its rows, then its captured rollouts
+    (``grpodeck.client.sender`` spools both next to each other)."""
+    return replay(client, out / "metrics.jsonl") + replay(client, out / "rollouts.jsonl",
+                                                          rollouts=True)
 
 
 def _stop_requested(client: RunClient) -> bool:
@@ -179,11 +193,14 @@ def _wait(proc: subprocess.Popen[bytes], client: RunClient, poll: float, grace: 
     (revoke) takes the group down too."""
 
     def on_term(signum: int, _frame: object) -> None:
+        # the stop is under way: a second SIGTERM (the worker's shutdown forwards one after
+        # the group's) must not cut the child's grace short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         return supervise(proc, lambda: _poll(client, shipper), poll, grace)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         kill_group(proc, grace)
+        signal.signal(signal.SIGTERM, previous)

@@ -29,8 +29,10 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from fastapi.exceptions import RequestValidationError
+
 from app.core.config import get_settings
-from grpodeck.contract.alerts import WEBHOOK_PREFIX, check_url
+from grpodeck.contract.alerts import WEBHOOK_PREFIX, check_url, masked
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -213,3 +215,14 @@ def destination_refusal(url: str) -> str | None:
             return (f"refused by the outbound URL policy: {why} (an admin may allow it in "
                     "GRPODECK_ALERT_ALLOW_HOSTS)")
     return None
+
+
+def check_destinations(urls: list[str]) -> None:
+    """Alert destinations must pass the outbound URL policy: else the same 422 as a field error
+    of the spec (``body.alerts.urls.N``), so nothing is stored. Shared by launched and external
+    runs."""
+    refused = refusals(urls)
+    if refused:
+        raise RequestValidationError([
+            {"type": "value_error", "loc": ("body", "alerts", "urls", i), "msg": why,
+             "input": masked(urls[i])} for i, why in refused.items()])

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.alerts.models import Alert
 from app.core.templating import duration
+from app.health.links import finding_links
 from app.runs.models import Run
 
 EVIDENCE_ITEMS = 4  # the main evidence numbers a message carries
@@ -28,13 +29,10 @@ def lasted(alert: Alert, now: datetime) -> float | None:
 
 
 def links(alert: Alert, base_url: str) -> dict[str, str]:
-    """The run page scrolled to the finding (its range is shaded on the charts), the charts
-    zoomed to the step range, and the rollouts at the last step."""
-    run = f"{base_url.rstrip('/')}/runs/{alert.run_id}"
-    anchor = f"#finding-{alert.finding_id}" if alert.finding_id else "#findings-panel"
-    return {"url": run + anchor,
-            "chart_url": f"{run}?steps={alert.first_step}-{alert.last_step}#charts-panel",
-            "rollouts_url": f"{run}/rollouts?step={alert.last_step}"}
+    """The finding's places (``app.health.links``): the run page at it, the charts zoomed to
+    the alert's step range, and the rollouts at its last step."""
+    return finding_links(alert.run_id, alert.finding_id, alert.first_step, alert.last_step,
+                         base_url)
 
 
 def alert_dict(alert: Alert, run: Run, event: str, base_url: str, now: datetime

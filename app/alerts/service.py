@@ -13,7 +13,7 @@ Functions flush, never commit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -62,7 +62,10 @@ def _history(alert: Alert, event: str, severity: str | None, step: int, now: dat
 
 
 def _sync(alert: Alert, record: FindingRecord, now: datetime) -> None:
-    """The alert shows the finding's current step range and evidence."""
+    """The alert shows the finding's current severity, step range and evidence: the severity
+    a person reads on ``/alerts`` is the one the run page shows for that finding (issue 34: an
+    alert resolved at the run's end kept the severity it had before the final evaluation)."""
+    alert.severity = record.severity
     alert.finding_id, alert.metric_key = record.id, record.metric_key
     alert.first_step, alert.last_step = record.first_step, record.last_step
     alert.summary, alert.evidence = record.summary, record.evidence or {}
@@ -106,24 +109,41 @@ def on_findings(db: Session, run: Run, stored: Stored, now: datetime) -> None:
     rules = rules_of(run.spec)
     if not lifecycle.is_live(run):
         current = open_alerts(db, run.id)
+        _sync_all(current, _by_category(stored.active), now)  # the final word, then resolved
         found = _found_at_end(db, run, stored, rules, current, now)
         _notify(db, run, [*resolve_ended(run, current, now), *found], now)
         return
     current = open_alerts(db, run.id) if stored.changes or stored.active else {}
-    shown: dict[str, list[FindingRecord]] = {}
-    for r in stored.active:
-        if rules.cares(r.category, r.severity):
-            shown.setdefault(r.category, []).append(r)
+    shown = _by_category(r for r in stored.active if rules.cares(r.category, r.severity))
     events: list[Event] = []
     for category in sorted({c.record.category for c in stored.changes}):
         event = _follow(db, run, current, category, shown.get(category), now,
                         below=[r.severity for r in stored.active if r.category == category])
         if event is not None:
             events.append(event)
+    _sync_all(current, shown, now)
+    _notify(db, run, events, now)
+
+
+def _by_category(records: Iterable[FindingRecord]) -> dict[str, list[FindingRecord]]:
+    grouped: dict[str, list[FindingRecord]] = {}
+    for r in records:
+        grouped.setdefault(r.category, []).append(r)
+    return grouped
+
+
+def _sync_all(current: dict[str, Alert], shown: dict[str, list[FindingRecord]],
+              now: datetime) -> None:
+    """Each open alert shows the worst of its category's shown findings; a severity that moves
+    here (the final evaluation of an ended run) is recorded, not messaged."""
     for category, alert in current.items():
         if category in shown:
-            _sync(alert, _worst(shown[category]), now)
-    _notify(db, run, events, now)
+            worst = _worst(shown[category])
+            if alert.severity and worst.severity != alert.severity:
+                rising = severity_rank(worst.severity) > severity_rank(alert.severity)
+                _history(alert, "escalated" if rising else "eased", worst.severity,
+                         worst.last_step, now)
+            _sync(alert, worst, now)
 
 
 def _follow(db: Session, run: Run, current: dict[str, Alert], category: str,
@@ -149,7 +169,9 @@ def _follow(db: Session, run: Run, current: dict[str, Alert], category: str,
     if alert is None:
         return None
     del current[category]
-    why = (f"eased to {max(below, key=severity_rank)}, below this run's minimum" if below
+    if below:  # the finding still shows, at the severity the run page shows it
+        alert.severity = max(below, key=severity_rank)
+    why = (f"eased to {alert.severity}, below this run's minimum" if below
            else "finding resolved")
     return _resolve(alert, now, why)
 

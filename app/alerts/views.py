@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from app.alerts import egress, outbox, service
 from app.alerts.api import alert_or_404, alerts_json, run_of, who
-from app.alerts.models import AlertConfig, Delivery
+from app.alerts.models import DEAD, PENDING, SENDING, SENT, AlertConfig, Delivery
 from app.alerts.rules import split_urls
 from app.auth.identity import AdminIdentity, CurrentIdentity, Identity, require_manage
 from app.core.config import get_settings
@@ -26,6 +26,8 @@ router = APIRouter(include_in_schema=False)
 
 STATES = ("open", "resolved", "all")
 SEVERITIES = ("critical", "warning", "info")
+# what an admin reads for a delivery's outbox status
+DELIVERY_WORDS = {PENDING: "pending", SENDING: "sending", SENT: "delivered", DEAD: "failed"}
 
 
 def _back(target: str | None) -> str:
@@ -102,7 +104,7 @@ def _settings_context(db: SessionDep, **extra: Any) -> dict[str, Any]:
                        .order_by(Delivery.id.desc()).limit(10)).all()
     return {"env_urls": [masked(u) for u in split_urls(get_settings().alert_urls)],
             "saved": "\n".join(masked(u) for u in saved_urls(db)), "tests": tests,
-            "privacy": masked, "errors": [], "notice": None,
+            "privacy": masked, "delivery_words": DELIVERY_WORDS, "errors": [], "notice": None,
             "destination_count": len(outbox.deployment_urls(db)), **extra}
 
 
@@ -130,6 +132,13 @@ def save_settings(request: Request, db: SessionDep, admin: AdminIdentity,
     db.commit()
     return templates.TemplateResponse(request, "alerts/settings.html", _settings_context(
         db, notice=f"Saved {len(wanted)} destination(s)."))
+
+
+@router.get("/settings/alerts/_tests", response_class=HTMLResponse)
+def test_deliveries(request: Request, db: SessionDep, admin: AdminIdentity) -> Response:
+    """The test deliveries' table alone, polled while one waits for the scheduler."""
+    return templates.TemplateResponse(request, "alerts/_test_deliveries.html",
+                                      _settings_context(db))
 
 
 @router.post("/settings/alerts/test", response_class=HTMLResponse)

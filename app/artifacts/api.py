@@ -16,12 +16,12 @@ from fastapi.responses import FileResponse
 from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
-from app.artifacts import service, storage
+from app.artifacts import archives, quotas, service, storage
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.config import get_settings
 from app.core.db import SessionDep
-from app.runs.api import run_or_404
-from app.runs.report_api import RunAuth
+from app.ingest.report_api import RunAuth
+from app.runs.lookup import run_or_404
 from app.runs.service import get_run, seen
 from grpodeck.contract.artifacts import TAR_SUFFIX, ArtifactKind, ArtifactOut, name_problem
 from grpodeck.contract.limits import MAX_STEP
@@ -36,6 +36,11 @@ def _registered(db: SessionDep, run_id: int, kind: str, name: str, step: int | N
     if run is None:  # deleted while the body streamed in
         storage.remove(received.relpath)
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+    room = quotas.room(db, run, name)  # again: another upload may have taken it meanwhile
+    if received.size > room.bytes:
+        db.rollback()
+        storage.remove(received.relpath)
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message())
     try:
         row, stale = service.register(db, run_id=run_id, kind=kind, name=name, step=step,
                                       received=received)
@@ -53,9 +58,12 @@ def _registered(db: SessionDep, run_id: int, kind: str, name: str, step: int | N
 
 @upload_router.post("/{run_id}/artifacts", status_code=status.HTTP_201_CREATED,
                     response_model=ArtifactOut,
-                    responses={413: {"description": "larger than GRPODECK_ARTIFACT_MAX_BYTES"},
-                               422: {"description": "a bad name, or a .tar that is not a safe "
-                                     "tar (absolute or .. members, links)"}})
+                    responses={413: {"description": "larger than GRPODECK_ARTIFACT_MAX_BYTES, "
+                                     "or past the run's or its owner's artifact quota"},
+                               422: {"description": "a bad name, or an archive (tar, compressed "
+                                     "tar, zip: by its content) that is not safe to extract "
+                                     "(absolute or .. members, links, devices, FIFOs, sparse "
+                                     "files, members past the size cap)"}})
 async def upload(request: Request, run: RunAuth, db: SessionDep,
                  name: Annotated[str, Query(description="the download's file name; a folder "
                                             "is sent as a tar named NAME.tar")],
@@ -66,18 +74,21 @@ async def upload(request: Request, run: RunAuth, db: SessionDep,
     if (problem := name_problem(name)) is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
     run_id = run.id
+    room = await run_in_threadpool(quotas.room, db, run, name)
     await run_in_threadpool(db.rollback)  # no transaction held open while gigabytes arrive
+    if room.bytes <= 0:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message())
     try:
-        received = await storage.receive(request.stream(), run_id,
-                                         get_settings().artifact_max_bytes)
-    except storage.TooLarge as exc:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
-    if name.endswith(TAR_SUFFIX):
-        problem = await run_in_threadpool(storage.tar_problem,
-                                          storage.absolute(received.relpath))
-        if problem is not None:
-            storage.remove(received.relpath)
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
+        received = await storage.receive(request.stream(), run_id, room.bytes)
+    except storage.TooLarge:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message()) from None
+    # By content, whatever the name: a hostile tar called ckpt.tgz is checked too.
+    problem = await run_in_threadpool(
+        archives.archive_problem, storage.absolute(received.relpath),
+        get_settings().artifact_max_bytes, named_tar=name.lower().endswith(TAR_SUFFIX))
+    if problem is not None:
+        storage.remove(received.relpath)
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
     return await run_in_threadpool(_registered, db, run_id, kind, name, step, received)
 
 

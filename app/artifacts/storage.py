@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import shutil
-import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,24 +81,6 @@ async def receive(chunks: AsyncIterator[bytes], run_id: int, limit: int) -> Rece
         raise
     out.close()
     return Received(relpath, size, digest.hexdigest())
-
-
-def tar_problem(path: Path) -> str | None:
-    """Why a directory artifact's tar is refused: not a tar, or a member someone extracting
-    it would regret (an absolute or ``..`` path, a link, a device). Read as a stream: a tar's
-    headers are spread through it, so this reads the file once but holds one header at a time."""
-    try:
-        with tarfile.open(path, mode="r|") as tar:
-            for member in tar:
-                parts = member.name.split("/")
-                if member.name.startswith("/") or ".." in parts or "\\" in member.name:
-                    return f"tar member {member.name[:200]!r} points outside its folder"
-                if not (member.isfile() or member.isdir()):
-                    return (f"tar member {member.name[:200]!r} is a link or special file: "
-                            "only files and folders are accepted")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        return f"not a readable tar archive ({exc})"
-    return None
 
 
 def remove(relpath: str) -> None:

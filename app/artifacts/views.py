@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.artifacts import service
 from app.core.db import SessionDep
 from app.core.templating import templates
-from app.runs.api import run_or_404
+from app.runs.lookup import run_or_404
 
 router = APIRouter(include_in_schema=False)
 UNITS = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))

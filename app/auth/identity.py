@@ -8,12 +8,20 @@ In development mode there are no accounts and the one local user may do everythi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, HTTPException, Request, status
 
-if TYPE_CHECKING:
-    from app.runs.models import Run
+
+class Owned(Protocol):
+    """What a permission check reads of a run: its id and its creator. A protocol, so accounts
+    know nothing of runs: the run record stands above them (it names its creator, a user)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def created_by_id(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Identity:
     def logged_in(self) -> bool:
         return self.user_id is not None
 
-    def manage_refusal(self, run: Run) -> str | None:
+    def manage_refusal(self, run: Owned) -> str | None:
         """Why this identity may not cancel (or otherwise change) the run; None if it may."""
         if self.is_admin or (self.dev_mode and not self.logged_in):
             return None
@@ -40,7 +48,7 @@ class Identity:
             return f"run {run.id} has no owner: only an admin may change it"
         return f"run {run.id} belongs to another user: only its owner or an admin may change it"
 
-    def can_manage(self, run: Run) -> bool:
+    def can_manage(self, run: Owned) -> bool:
         return self.manage_refusal(run) is None
 
     @property
@@ -73,7 +81,7 @@ def require_admin(request: Request) -> Identity:
 AdminIdentity = Annotated[Identity, Depends(require_admin)]
 
 
-def require_manage(identity: Identity, run: Run) -> None:
+def require_manage(identity: Identity, run: Owned) -> None:
     """403 with the reason when the caller may not change this run."""
     if (reason := identity.manage_refusal(run)) is not None:
         raise HTTPException(status.HTTP_403_FORBIDDEN, reason)

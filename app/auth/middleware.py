@@ -6,7 +6,7 @@ by the session cookie; the identity goes to ``request.state.auth``. Development 
 skipped, said on every page) holds only for a request to a loopback address while no account
 exists (``GRPODECK_AUTH=auto``) or always on loopback with ``GRPODECK_AUTH=off``.
 Public: static files, ``/healthz``, the login page, and the worker's report endpoints (they
-carry their run's own token, checked by ``app.runs.report_api``).
+carry their run's own token, checked by ``app.ingest.report_api``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from app.core.db import get_sessionmaker
 
 SESSION_COOKIE = "grpodeck_session"
 PUBLIC_PREFIXES = ("/static/",)
-PUBLIC_PATHS = {"/healthz", "/login", "/logout"}
+PUBLIC_PATHS = {"/healthz", "/login", "/logout", "/favicon.ico"}
 
 Route = tuple[frozenset[str], re.Pattern[str]]
 

@@ -150,6 +150,8 @@ def _layout(panel: Panel, secondary: bool) -> dict[str, Any]:
     if panel.percent:
         yaxis.update(PERCENT_TICKS)
     layout: dict[str, Any] = {**PLAIN_LAYOUT, "yaxis": yaxis}
+    if panel.byte_ticks:  # static/charts.js writes the ticks in binary units for the range shown
+        layout["meta"] = {"byte_ticks": True}
     if secondary:
         layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, 1.02],
                             "tickvals": [0, 0.25, 0.5, 0.75, 1], "tickformat": ".0%",

@@ -23,6 +23,7 @@ class Panel:
     log_toggle: bool = False  # offer a log scale (heavy-tailed, positive metrics)
     title_without: tuple[str, str] = ("", "")  # (metric, title): the title when it is absent
     group: str = "training"  # charts of one group sit together; a new group opens with its title
+    byte_ticks: bool = False  # the values are bytes: ticks read in KiB / MiB / GiB (charts.js)
 
 
 # The chart groups' titles, shown above a group's first chart (the training group needs none).
@@ -57,10 +58,10 @@ PANELS: tuple[Panel, ...] = (
     Panel("system_cpu", "CPU (training process)", ("system/cpu_percent",),
           y_title="% of one core", group="system"),
     Panel("system_rss", "Resident memory (training process)", ("system/rss_bytes",),
-          y_title="bytes", group="system"),
+          y_title="memory", group="system", byte_ticks=True),
     Panel("system_gpu_memory", "GPU memory (torch allocator)",
           ("system/gpu*/mem_reserved_bytes", "system/gpu*/mem_allocated_bytes",
-           "system/gpu*/mem_total_bytes"), y_title="bytes", group="system"),
+           "system/gpu*/mem_total_bytes"), y_title="memory", group="system", byte_ticks=True),
     Panel("system_gpu_util", "GPU utilisation", ("system/gpu*/util_percent",),
           y_title="% busy", group="system"),
     Panel("system_throughput", "Throughput", ("system/tokens_per_s",), y_title="tokens / s",

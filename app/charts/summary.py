@@ -15,8 +15,9 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app.charts.panels import PANELS, names_for
-from app.metrics import rollups
+from app.metrics import rollups, waiting
 from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.series import Series
 from app.runs.models import Run
 
 
@@ -31,8 +32,9 @@ class MetricFacts:
 
 
 def metric_facts(db: Session, run: Run) -> dict[str, MetricFacts]:
-    """Per metric name: point count, last step and value, finite min and max."""
-    rollups.catch_up(db, run)  # the coarse level is current before it is read
+    """Per metric name: point count, last step and value, finite min and max: the settled
+    summaries plus the steps still waiting (read first, ``app/metrics/waiting.py``)."""
+    pending = waiting.by_name(waiting.rows(db, run))
     run_id = run.id
     agg = (select(MetricRollup.name, func.sum(MetricRollup.n + MetricRollup.nonfinite).label("n"),
                   func.max(MetricRollup.last_step).label("last_step"),
@@ -48,7 +50,24 @@ def metric_facts(db: Session, run: Run) -> dict[str, MetricFacts]:
     for name, n, step, low, high, value, raw in db.execute(stmt):
         last = value if value is not None else float(raw or "nan")
         out[name] = MetricFacts(name, int(n), int(step), last, low, high)
-    return out
+    for name, series in pending.items():
+        out[name] = _with_waiting(out.get(name), name, series)
+    return dict(sorted(out.items()))
+
+
+def _with_waiting(facts: MetricFacts | None, name: str, pending: Series) -> MetricFacts:
+    """The facts with the waiting points past the settled last step added."""
+    after = -1 if facts is None else facts.last_step
+    newer = [(s, v) for s, v in zip(pending.steps, pending.values, strict=True) if s > after]
+    if not newer:
+        assert facts is not None  # a name with waiting points and no facts has newer points
+        return facts
+    finite = [v for _, v in newer if math.isfinite(v)]
+    lows = [x for x in (facts.low if facts else None, min(finite, default=None)) if x is not None]
+    highs = [x for x in (facts.high if facts else None, max(finite, default=None))
+             if x is not None]
+    return MetricFacts(name, (facts.points if facts else 0) + len(newer), int(newer[-1][0]),
+                       newer[-1][1], min(lows, default=None), max(highs, default=None))
 
 
 def number(value: float | None) -> str:

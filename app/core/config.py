@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     artifact_max_bytes: int = Field(
         8 * 1024**3, ge=0, description="largest artifact upload accepted (a checkpoint folder "
         "travels as one tar); larger bodies get 413, counted as they stream in")
+    artifact_run_quota_bytes: int = Field(
+        64 * 1024**3, ge=0, description="artifact bytes one run may store in all (413 past it); "
+        "0: no quota")
+    artifact_user_quota_bytes: int = Field(
+        256 * 1024**3, ge=0, description="artifact bytes all runs of one user may store (413 "
+        "past it); 0: no quota")
     artifact_keep: int = Field(
         5, ge=0, description="checkpoints kept per run: registering one more deletes the oldest "
         "(by step); 0 keeps all. Final models, trainer states and files are always kept")
@@ -70,6 +76,10 @@ class Settings(BaseSettings):
     diagnostics_min_interval_seconds: float = Field(
         1.0, ge=0, description="a live run's detectors run at most this often; batches between "
         "two evaluations only feed the diagnostics state (0: evaluate every batch)")
+    settle_seconds: float = Field(
+        0.5, ge=0, description="each web process spreads live runs' waiting metric steps into "
+        "their charts at least this often, and at once after a batch (0: no background "
+        "settler; readers still see the waiting steps)")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
     max_body_bytes: int = Field(
         256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "

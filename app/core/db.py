@@ -26,6 +26,7 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from app.core.config import get_settings
 from app.core.resources import data_path
+from grpodeck.contract.tasks import private_folder
 
 
 class Base(DeclarativeBase):
@@ -178,8 +179,9 @@ def checkpoint_wal() -> None:
 def private_database_file(path: Path) -> None:
     """Make the SQLite file (and its -wal/-shm, which SQLite creates with the file's own mode)
     readable by this user only: it holds password hashes, run tokens and alert URLs, and other
-    local accounts or a sandboxed program must not read it. A new folder is 0700 as well."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    local accounts or a sandboxed program must not read it. A new folder is 0700 as well, and
+    so is the data home (``var/``) when it already existed (``private_folder``)."""
+    private_folder(path.parent)
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if file.exists():

@@ -19,10 +19,14 @@ from typing import Any, TypeVar
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 M = TypeVar("M", bound=BaseModel)
 _REF = "#/components/schemas/{model}"
 _DOCUMENTED: list[type[BaseModel]] = []
+# A body this large (a metric batch of thousands of rows, captured rollouts: up to 8 MB) is
+# parsed in a worker thread: tens of milliseconds of parsing would stall every other request.
+THREAD_ABOVE_BYTES = 256 * 1024
 
 
 def json_body(model: type[M]) -> Callable[[Request], Awaitable[M]]:
@@ -30,25 +34,38 @@ def json_body(model: type[M]) -> Callable[[Request], Awaitable[M]]:
 
     async def parse(request: Request) -> M:
         body = await request.body()
-        try:
-            return model.model_validate_json(body)
-        except ValidationError as exc:
-            if not any(e["type"] == "json_invalid" for e in exc.errors()):
-                raise _refused(exc) from None
-        # JSON pydantic's parser refuses but json.loads reads (a lone surrogate such as \ud800,
-        # which the model's text fields then clean): FastAPI's own path, with its errors
-        try:
-            data = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise RequestValidationError([{
-                "type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error",
-                "input": {}, "ctx": {"error": exc.msg}}]) from None
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            raise _refused(exc) from None
+        if len(body) > THREAD_ABOVE_BYTES:  # megabytes of JSON: parsed off the event loop
+            return await run_in_threadpool(_parse, model, body)
+        return _parse(model, body)
 
     return parse
+
+
+def _parse(model: type[M], body: bytes) -> M:
+    """``body`` as ``model``: pydantic's parser, else ``json.loads`` for what only it reads."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        if not any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise _refused(exc) from None
+    # JSON pydantic's parser refuses but json.loads reads (a lone surrogate such as \ud800,
+    # which the model's text fields then clean): FastAPI's own path, with its errors
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise _not_json(exc.pos, exc.msg) from None
+    except UnicodeDecodeError as exc:  # json.loads guesses UTF-16/32 from NULs, then fails
+        raise _not_json(exc.start, f"not UTF-8 text: {exc.reason}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _refused(exc) from None
+
+
+def _not_json(pos: int, why: str) -> RequestValidationError:
+    return RequestValidationError([{
+        "type": "json_invalid", "loc": ("body", pos), "msg": "JSON decode error",
+        "input": {}, "ctx": {"error": why}}])
 
 
 def _refused(exc: ValidationError) -> RequestValidationError:

@@ -28,8 +28,8 @@ from app.core.config import Settings, get_settings
 from app.core.errors import validation_error_handler
 
 # Endpoints with their own limit; every other request gets the default.
-INGEST = re.compile(r"^/api/runs/[^/]+/(metrics|claim|finished)$")  # app.runs.report_api
-UPLOAD = re.compile(r"^/(runs/import|api/imports)$")  # app.runs.import_views, import_api
+INGEST = re.compile(r"^/api/runs/[^/]+/(metrics|claim|finished)$")  # app.ingest.report_api
+UPLOAD = re.compile(r"^/(runs/import|api/imports)$")  # app.imports.views, app.imports.api
 ARTIFACTS = re.compile(r"^/api/runs/[^/]+/artifacts$")  # app.artifacts: its own cap
 DATASETS = re.compile(r"^/(api/)?datasets$")  # app.datasets: its own size check gives the reason
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries and the other fields around an uploaded file

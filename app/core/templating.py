@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-import logging
 import math
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import Request
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
-from app.auth.identity import identity_of
 from app.core.assets import asset
 from app.core.resources import data_path
-from app.health.headline import key_number, plain
-from app.health.stability import label as verdict_label
-
-log = logging.getLogger(__name__)
 
 
 def duration(seconds: float | None) -> str:
@@ -38,6 +31,13 @@ def num(value: float | None) -> str:
     if not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return f"{value:.4g}"
+
+
+def steps(step: int | None, max_steps: int | None) -> str:
+    """"30 / 100", or just "30" when the run has no known length: an outside run that never
+    said its max_steps must not read "30 / 0"."""
+    step = step or 0
+    return f"{step} / {max_steps}" if max_steps else str(step)
 
 
 def iso(value: datetime | None) -> str:
@@ -80,41 +80,9 @@ def with_toast(response: Response, words: str) -> Response:
     return response
 
 
-def _identity(request: Request) -> dict[str, Any]:
-    """Every page knows who is asking: the top bar, the development-mode banner, which
-    buttons to show."""
-    return {"identity": identity_of(request)}
-
-
-def _process_alerts(request: Request) -> dict[str, Any]:
-    """The stale-process banner (``app.processes``) on every page a person is allowed to see:
-    a dead scheduler or worker is otherwise invisible until an alert never comes."""
-    identity = identity_of(request)
-    if not (identity.logged_in or identity.dev_mode):
-        return {"process_alerts": []}
-    if request.headers.get("hx-request") == "true":  # a polled panel has no banner: no query
-        return {"process_alerts": []}
-    from app.core.db import get_sessionmaker
-    from app.processes.service import banner_messages
-
-    try:
-        with get_sessionmaker()() as db:
-            return {"process_alerts": banner_messages(db)}
-    except Exception:  # an unreadable heartbeat table must not take every page down
-        log.exception("process liveness unavailable")
-        return {"process_alerts": []}
-
-
-templates = Jinja2Templates(directory=str(data_path("templates")),
-                            context_processors=[_identity, _process_alerts])
-
-
-def verdict_of(run: Any) -> tuple[str, str]:
-    """(css key, words) for a run's verdict badge."""
-    return verdict_label(run.verdict, live=run.status in ("queued", "running"))
-
-
+# what every page knows of the domains (who asks, stale processes, verdict words) is handed in
+# by ``app.page_context.install``: the shared core knows no domain
+templates = Jinja2Templates(directory=str(data_path("templates")))
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
 templates.env.filters.update(duration=duration, when=when, num=num, iso=iso, json_attr=to_json_attr,
-                             verdict=verdict_of, key_number=lambda f: key_number(f.category, f.evidence),
-                             plain=plain)
+                             steps=steps)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request, status
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from app.core.config import get_settings
 from app.datasets import store
@@ -34,7 +35,8 @@ async def upload_dataset(request: Request) -> DatasetOut:
     """Store a .jsonl/.json file with a ``prompt`` column; then launch with ``dataset=<name>``."""
     try:
         upload = await read_upload(request)
-        stored = store.save(get_settings().datasets_dir, upload.filename, upload.data)
+        stored = await run_in_threadpool(  # parsing a 20 MB JSON file: off the event loop
+            store.save, get_settings().datasets_dir, upload.filename, upload.data)
     except UploadTooLarge as exc:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
     except store.DatasetExists as exc:

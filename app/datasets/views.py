@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.core.config import get_settings
 from app.core.templating import templates
@@ -30,7 +31,8 @@ def datasets_page(request: Request) -> Response:
 async def upload_form(request: Request) -> Response:
     try:
         upload = await read_upload(request)
-        stored = store.save(get_settings().datasets_dir, upload.filename, upload.data)
+        stored = await run_in_threadpool(  # parsing a 20 MB JSON file: off the event loop
+            store.save, get_settings().datasets_dir, upload.filename, upload.data)
     except store.DatasetError as exc:
         code = 413 if isinstance(exc, UploadTooLarge) else 409 if isinstance(
             exc, store.DatasetExists) else 422

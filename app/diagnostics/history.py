@@ -25,7 +25,6 @@ SPIKE_RATIO = 10.0  # a spike is an order of magnitude above the typical value .
 SPIKE_K = 8.0  # ... and far outside the robust spread, so ordinary noise never qualifies
 SPIKE_MIN_REF = 8  # need this many positive reference values before calling anything a spike
 RING = 32  # raw recent values kept as the spike reference (adapts to level shifts)
-CHUNK = 256  # one-shot ingestion judges spikes chunk by chunk, like a live run would
 ISOLATED_MAX_ROWS = 2
 MAX_EPISODES = 64  # keep the latest episodes (plus totals) so the state stays small
 
@@ -75,8 +74,7 @@ class MetricHistory:
         self.gmin = lo if self.gmin is None else min(self.gmin, lo)
         self.gmax = hi if self.gmax is None else max(self.gmax, hi)
         if name in SPIKE_METRICS:
-            ok = np.concatenate([self._judge_spikes(steps[i:i + CHUNK], values[i:i + CHUNK])
-                                 for i in range(0, len(values), CHUNK)])
+            ok = self._judge_spikes(steps, values)
             self._bucket(steps[ok], values[ok])
         else:
             self._bucket(steps, values)
@@ -87,16 +85,14 @@ class MetricHistory:
                           int(steps[-1]), example if example is not None else str(values[0])]
 
     def _judge_spikes(self, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """Boolean mask of points to bucket; elevated points become episode rows."""
-        ref = np.concatenate([np.asarray(self.ring, float), values])
-        ref = ref[ref > 0]
-        self.ring = [float(x) for x in np.concatenate([self.ring, values])[-RING:]]
-        if len(ref) < SPIKE_MIN_REF:
-            elevated = np.zeros(len(values), bool)
-        else:
-            typ = float(np.median(ref))
-            sig = 1.4826 * float(np.median(np.abs(ref - typ)))
-            elevated = (values > SPIKE_RATIO * typ) & (values > typ + SPIKE_K * sig)
+        """Boolean mask of points to bucket; elevated points become episode rows.
+
+        Each point is judged against the ``RING`` raw values logged just before it, whatever
+        batch it came in: the verdict on a point (and so the whole history) is the same for one
+        row per request, any batch size, or a one-shot import (issue 31)."""
+        allv = np.concatenate([np.asarray(self.ring, float), values])
+        elevated = _elevated(allv, len(allv) - len(values))
+        self.ring = [float(x) for x in allv[-RING:]]
         idx = np.flatnonzero(elevated)
         if len(idx) == 0:
             self._close_episode()
@@ -207,3 +203,37 @@ class MetricHistory:
                 setattr(h, k, v)
         return h
 
+
+
+def _row_median(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Median of each row's first ``counts`` entries (rows sorted ascending, NaN last)."""
+    rows = np.arange(len(counts))
+    return (sorted_rows[rows, (counts - 1) // 2] + sorted_rows[rows, counts // 2]) / 2
+
+
+def _elevated(allv: np.ndarray, start: int) -> np.ndarray:
+    """For each of ``allv[start:]``: is it a spike against the positive values among the
+    ``RING`` values before it? (an order of magnitude above their median and ``SPIKE_K``
+    robust standard deviations above it; no verdict before ``SPIKE_MIN_REF`` positive
+    references)."""
+    n = len(allv) - start
+    out = np.zeros(n, bool)
+    if n == 0:
+        return out
+    padded = np.concatenate([np.full(RING, np.nan), np.where(allv > 0, allv, np.nan)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded[:-1], RING)[start:]
+    counts = np.count_nonzero(~np.isnan(windows), axis=1)
+    judged = np.flatnonzero(counts >= SPIKE_MIN_REF)
+    if len(judged) == 0:
+        return out
+    w, c = np.sort(windows[judged], axis=1), counts[judged]
+    typ = _row_median(w, c)
+    rows = np.arange(len(c))
+    dev = np.sort(np.abs(w - typ[:, None]), axis=1)  # NaN stays NaN and sorts last
+    # spread: the larger of two estimates of a normal's sigma, 1.4826 MAD and IQR / 1.349; the
+    # MAD alone is 0 for a two-level series such as 1, 20, 1, 20, ... (nothing there is a spike)
+    iqr = w[rows, (3 * (c - 1)) // 4] - w[rows, (c - 1) // 4]
+    sig = np.maximum(1.4826 * _row_median(dev, c), iqr / 1.349)
+    v = allv[start:][judged]
+    out[judged] = (v > SPIKE_RATIO * typ) & (v > typ + SPIKE_K * sig)
+    return out

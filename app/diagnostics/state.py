@@ -147,6 +147,10 @@ class DiagnosticsState:
         self.first_seen: dict[str, int] = {}  # finding key -> first_step while present
         self.keys: set[str] = set()  # every metric key seen, read or not (bounded)
         self.diagnosis = Diagnosis("healthy", [])
+        # Rows arrived for steps at or below what was already fed (re-sent or out of order):
+        # the bucketed history cannot take them in place, so its owner rebuilds it from the
+        # stored rows before the next diagnosis (``app.health.state_cache``).
+        self.stale = False
 
     @classmethod
     def new(cls, context: RunContext | None = None) -> DiagnosticsState:
@@ -183,14 +187,21 @@ class DiagnosticsState:
         for det in DETECTORS:
             findings.extend(self._run_isolated(det, view))
         findings = apply_severity_rule(_suppress_redundant(findings))
+        self.first_seen = self._onsets(findings)
+        return self._with_coverage(Diagnosis.from_findings(findings))
+
+    def _onsets(self, findings: list[Finding]) -> dict[str, int]:
+        """While a run is live, a finding keeps the earliest onset it was shown with (the page
+        must not see its start move later as buckets coarsen). Once the run is over the
+        detectors' own onsets stand: the stored findings of an ended run are exactly what a
+        whole-history diagnosis of its rows says, however its batches arrived (issue 31)."""
         seen: dict[str, int] = {}
         for f in findings:
             key = f"{f.category}|{f.metric}"
-            if key in self.first_seen:
+            if self.context.is_live and key in self.first_seen:
                 f.first_step = min(f.first_step, self.first_seen[key])
             seen[key] = f.first_step
-        self.first_seen = seen
-        return self._with_coverage(Diagnosis.from_findings(findings))
+        return seen
 
     def _with_coverage(self, diagnosis: Diagnosis) -> Diagnosis:
         """Add what was read and what could not be checked; without any reward metric a
@@ -230,7 +241,7 @@ class DiagnosticsState:
         return {"version": STATE_VERSION, "context": self.context.to_dict(),
                 "metrics": {k: h.to_json() for k, h in self.metrics.items()},
                 "first_seen": dict(self.first_seen), "keys": sorted(self.keys),
-                "diagnosis": self.diagnosis.to_dict()}
+                "diagnosis": self.diagnosis.to_dict(), "stale": self.stale}
 
     @classmethod
     def from_json(cls, d: dict) -> DiagnosticsState:
@@ -240,6 +251,7 @@ class DiagnosticsState:
         st.metrics = {k: MetricHistory.from_json(v) for k, v in d.get("metrics", {}).items()}
         st.first_seen = {k: int(v) for k, v in d.get("first_seen", {}).items()}
         st.keys = set(d.get("keys") or [])
+        st.stale = bool(d.get("stale"))
         diag = d.get("diagnosis") or {"verdict": "healthy", "findings": []}
         st.diagnosis = Diagnosis.from_dict(diag)
         return st
@@ -247,10 +259,12 @@ class DiagnosticsState:
 
 def _suppress_redundant(findings: list[Finding]) -> list[Finding]:
     """Drop 'stalled' where another finding explains the flat reward better: a saturated run
-    (zero spread, all groups pass) cannot trend upward, and a reward that rose and collapsed
-    from its peak is a collapse (with its onset at the decline), not a stall."""
+    (zero spread, all groups pass) cannot trend upward, a reward that rose and collapsed
+    from its peak is a collapse (with its onset at the decline), not a stall, and a flat
+    total whose components pull apart is hacking (issue 31)."""
     explained = any((f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy")
                     or (f.category == "reward_collapse" and f.severity != "info")
+                    or (f.category == "reward_hacking" and f.evidence.get("explains_flat_total"))
                     for f in findings)
     return [f for f in findings if not (explained and f.category == "stalled")]
 

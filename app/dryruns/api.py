@@ -12,7 +12,7 @@ from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.dryruns import service
 from app.dryruns.models import DryRun
-from app.dryruns.schemas import DryRunResultIn
+from app.dryruns.schemas import DryRunAliveIn, DryRunResultIn
 from grpodeck.contract.alerts import masked_spec
 from grpodeck.contract.spec import RunSpec
 
@@ -35,6 +35,7 @@ def as_json(dry: DryRun) -> dict[str, Any]:
     result = dry.result or {}
     return {"id": dry.id, "status": dry.status, "url": f"/dry-runs/{dry.id}", "spec": masked_spec(dry.spec),
             "created_at": dry.created_at, "finished_at": dry.finished_at, "error": dry.error,
+            "started_at": dry.started_at, "last_seen_at": dry.last_seen_at, "worker": dry.worker,
             "zero_spread_share": result.get("zero_spread_share"),
             "rewards": result.get("rewards"), "verdict": result.get("verdict"),
             "result": dry.result}
@@ -67,4 +68,20 @@ def result(dry_run_id: int, body: DryRunResultIn, db: SessionDep,
         db.rollback()
         raise HTTPException(status.HTTP_401_UNAUTHORIZED,
                             f"dry run {dry_run_id}: wrong ticket, or its result is already in")
+    db.commit()
+
+
+@report_router.post("/{dry_run_id}/alive", status_code=status.HTTP_204_NO_CONTENT,
+                    responses={401: {"description": "wrong or spent ticket: the dry run is over"}})
+def alive(dry_run_id: int, body: DryRunAliveIn, db: SessionDep,
+          authorization: Annotated[str | None, Header()] = None) -> None:
+    """The worker started this dry run, or still samples it (every few seconds): a dry run
+    whose worker goes silent is failed by the scheduler (``app.dryruns.lost``). 401 tells a
+    worker holding a redelivered message that the dry run is over: it must not sample."""
+    dry = dry_run_or_404(db, dry_run_id)
+    ticket = (authorization or "").removeprefix("Bearer ").strip()
+    if not service.mark_alive(dry, ticket, body.worker):
+        db.rollback()
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED,
+                            f"dry run {dry_run_id}: wrong ticket, or the dry run is over")
     db.commit()

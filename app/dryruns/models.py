@@ -24,3 +24,8 @@ class DryRun(Base):
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The worker's signs of life while it samples (``POST .../alive``): a dry run whose worker
+    # went silent is failed by the scheduler (``app.dryruns.lost``), never left queued forever.
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str | None] = mapped_column(String(200))  # the worker's name, when it said

@@ -42,3 +42,11 @@ class DryRunResultIn(BaseModel):
     error: CleanText(20_000, keep_tail=True) | None = None  # a traceback: its end matters
     timings: dict[Text(40), float] = Field(default_factory=dict, max_length=16)
     reference: ReferenceScores | None = None
+
+
+class DryRunAliveIn(BaseModel):
+    """The worker's sign of life while it samples a dry run: which worker it is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    worker: Text(200) | None = None

@@ -12,8 +12,9 @@ from app.core.db import SessionDep
 from app.health import stability, state_cache
 from app.health.models import FindingRecord
 from app.health.service import findings_for
+from app.metrics.reading import Reading
 from app.runs import lifecycle
-from app.runs.api import run_or_404
+from app.runs.lookup import run_or_404
 from app.runs.models import Run
 
 router = APIRouter(prefix="/api/runs", tags=["findings"])
@@ -24,7 +25,9 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
     """Active findings, worst first; `include_resolved` adds ones that no longer hold.
 
     Coverage: `metrics` are the canonical names the checks read, `unchecked` maps each check
-    that could not run to the metric it needs, `reason` says why the verdict is unknown."""
+    that could not run to the metric it needs, `reason` says why the verdict is unknown;
+    `read_as` maps each key the run sent under another name to the name it was read as
+    (`vocabulary`: the trainer whose names were recognised, null for TRL's own)."""
     run = run_or_404(db, run_id)
     records = findings_for(db, run_id, active_only=not include_resolved)
     verdict, words = stability.label(run.verdict, live=lifecycle.is_live(run))
@@ -33,12 +36,15 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
 
 
 def coverage(db: Session, run: Run) -> dict[str, Any]:
-    """{metrics, unchecked, reason} of the run's latest diagnosis (empty before any data)."""
+    """{metrics, unchecked, reason} of the run's latest diagnosis (empty before any data), and
+    how its keys were read: ``vocabulary`` and ``read_as`` (key sent -> canonical name read)."""
+    reading = Reading.from_json(run.metric_reading)
+    read = {"vocabulary": reading.vocabulary, "read_as": dict(sorted(reading.renames.items()))}
     diagnosis = state_cache.current_diagnosis(db, run)
     if diagnosis is None:
-        return {"metrics": [], "unchecked": {}, "reason": None}
+        return {"metrics": [], "unchecked": {}, "reason": None, **read}
     return {"metrics": diagnosis.metrics, "unchecked": diagnosis.unchecked,
-            "reason": diagnosis.reason}
+            "reason": diagnosis.reason, **read}
 
 
 def sort_findings(records: Sequence[FindingRecord]) -> list[FindingRecord]:

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.alerts import service as alerts
 from app.diagnostics import Diagnosis, RunContext
 from app.diagnostics.coverage import reward_read
 from app.diagnostics.model import Finding
@@ -53,22 +52,21 @@ def _reward_weights(spec: dict) -> dict[str, float] | None:
 
 
 def observe(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
-            now: datetime | None = None) -> Diagnosis:
+            now: datetime) -> tuple[Diagnosis, Stored | None]:
     """Feed new rows (or none, to re-check time-based findings) and store the result.
 
-    Returns the raw diagnosis; what the page shows (and the guard rail acts on) is its
-    stabilised form, stored by ``store``. When the detectors' rate bound skipped this batch
-    (``state_cache``), findings stay as stored and the last diagnosis is returned."""
+    Returns the raw diagnosis and what was stored; what the page shows (and the guard rail acts
+    on) is its stabilised form, stored by ``store``, whose transitions the caller turns into
+    alerts (``app.ingest.pipeline.observe``). When the detectors' rate bound skipped this batch
+    (``state_cache``), findings stay as stored: the last diagnosis, and nothing stored."""
     diagnosis = state_cache.update(db, run, rows, context_for(run, now))
     if diagnosis is None:
-        return state_cache.last_diagnosis(run.id)
+        return state_cache.last_diagnosis(run.id), None
     latest = max((step for step, _ in rows), default=0)
-    now = now or datetime.now(UTC)
     stored = store(db, run, diagnosis, now, new_steps=bool(rows),
                    step=max(run.current_step or 0, latest))
     _guard_rail(run, stored.active)
-    alerts.on_findings(db, run, stored, now)  # same transaction: the outbox is written with them
-    return diagnosis
+    return diagnosis, stored
 
 
 def store(db: Session, run: Run, diagnosis: Diagnosis, now: datetime, *, new_steps: bool = True,

@@ -78,8 +78,13 @@ def _parse(raw: str | None) -> float | None:
         return math.nan
 
 
-def _load(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState, int, bool]:
-    """(state, watermark, replayed): the stored state brought up to date with stored points."""
+def _load(db: Session, run: Run, context: RunContext,
+          rows: list[tuple[int, dict[str, float]]]) -> tuple[DiagnosticsState, int, bool]:
+    """(state, watermark, replayed): the stored state brought up to date with stored points.
+
+    ``rows`` (this batch, already stored) at or below the stored watermark cannot be replayed
+    into the bucketed history: the state is then marked stale and rebuilt before its next
+    diagnosis."""
     state, through = None, -1
     record = db.get(DiagnosticsRecord, run.id)
     if record is not None:
@@ -89,11 +94,23 @@ def _load(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState,
             state, through = None, -1
     if state is None:
         state = DiagnosticsState.new(context)
+    if state.stale or (rows and min(step for step, _ in rows) <= through):
+        state.stale = True
+        return state, max([through, *(step for step, _ in rows)]), True
     replay = _stored_rows(db, run.id, through)
     if replay:
         state.update(replay, context)
         through = max(through, replay[-1][0])
     return state, through, bool(replay)
+
+
+def rebuild(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState, int]:
+    """A fresh state fed the run's whole stored history (points and waiting steps, a re-sent
+    step's latest values): what ``grpodeck diagnose`` of the same rows would build."""
+    state = DiagnosticsState.new(context)
+    replay = _stored_rows(db, run.id, -1)
+    state.feed(replay, context)
+    return state, (replay[-1][0] if replay else -1)
 
 
 def _persist(db: Session, run_id: int, state: DiagnosticsState, through: int) -> None:
@@ -106,8 +123,13 @@ def _persist(db: Session, run_id: int, state: DiagnosticsState, through: int) ->
 
 def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
            context: RunContext) -> Diagnosis | None:
-    """Feed ``rows`` (already stored as points in this transaction) and return the diagnosis,
-    or None when the detectors were not run this time (see the rate bound above)."""
+    """Feed ``rows`` (already stored in this transaction; one per step, in step order: see
+    ``app.ingest.pipeline.merge_by_step``) and return the diagnosis,
+    or None when the detectors were not run this time (see the rate bound above).
+
+    Rows at or below a step already taken in (a re-send, an out-of-order batch) mark the state
+    stale: it is rebuilt from the stored rows at its next evaluation (rate-bounded like any
+    evaluation), so a run's findings never depend on the order its batches arrived in."""
     with _guard:
         entry = _entries.get(run.id)
     now = time.monotonic()
@@ -116,6 +138,8 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
         state, through = entry.state, entry.through
         persisted_at, evaluated_at = entry.persisted_at, entry.evaluated_at
         pending = [*entry.pending, *rows]  # a new list: a rolled-back batch leaves no trace
+        if rows and min(step for step, _ in rows) <= through:
+            state.stale = True
     elif not run.diagnostics_revision and db.get(DiagnosticsRecord, run.id) is None:
         # Never diagnosed: every transaction that stores points also bumps the revision, so the
         # only points stored are this batch's rows. Reading them back (what ``_load`` would do)
@@ -123,17 +147,24 @@ def update(db: Session, run: Run, rows: list[tuple[int, dict[str, float]]],
         state, through, pending = DiagnosticsState.new(context), -1, list(rows)
         persisted_at = evaluated_at = 0.0
     else:  # the replay includes this batch's rows: they were stored before diagnostics ran
-        state, through, replayed = _load(db, run, context)
+        state, through, replayed = _load(db, run, context, rows)
         pending = list(rows) if not replayed else []
         persisted_at = evaluated_at = 0.0
+    if state.stale:
+        pending = []  # the rebuild reads every stored row, these included
     settings = get_settings()
-    persist = not live or now - persisted_at >= settings.diagnostics_persist_seconds
+    # A stale state is written back at once: a restart before its rebuild must rebuild too,
+    # not replay past the old watermark and miss the rows that arrived below it.
+    persist = (not live or state.stale
+               or now - persisted_at >= settings.diagnostics_persist_seconds)
     diagnosis = None
     early = bool(rows) and max(step for step, _ in rows) < EVERY_BATCH_BELOW_STEP
     if early or not (rows and live
                      and now - evaluated_at < settings.diagnostics_min_interval_seconds):
+        if state.stale:
+            state, through = rebuild(db, run, context)
         diagnosis, evaluated_at, pending = state.update(pending, context), now, []
-    elif persist or len(pending) > MAX_PENDING_ROWS:
+    elif not state.stale and (persist or len(pending) > MAX_PENDING_ROWS):
         state.feed(pending, context)  # batches between evaluations are fed in one go
         pending = []
     if rows:

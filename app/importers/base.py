@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,11 @@ class LogFormatError(ValueError):
         self.reason = reason
 
 
+class LogTooDeepError(LogFormatError):
+    """A JSON document nested deeper than a training log ever is: refused as malformed input
+    (HTTP 400 on upload), where parsing it would exhaust the interpreter's stack."""
+
+
 @dataclass
 class ImportedLog:
     """Per-step metrics read from a file, in canonical names, sorted by step.
@@ -34,6 +40,9 @@ class ImportedLog:
     rows: list[Row]
     source_format: str
     meta: dict = field(default_factory=dict)
+    # original key -> the name it was read as (a reader's column clean-up, then the
+    # vocabulary and the user's mapping), so a report can say "read `mean_reward` as reward"
+    renames: dict[str, str] = field(default_factory=dict)
 
 
 def check_steps(log: ImportedLog, path: str) -> ImportedLog:
@@ -93,3 +102,45 @@ def step_of(d: dict) -> int | None:
             except (TypeError, ValueError, OverflowError):  # inf: JSON allows "Infinity"
                 return None
     return None
+
+
+# What parsing untrusted text as a Python or JSON literal can raise besides a clean "no"
+JSON_LIKE_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError,
+                    OverflowError)
+MAX_JSON_DEPTH = 200  # TRL's deepest document (trainer_state.json) nests 3 levels
+
+
+def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep containers nest in a parsed document, counted without recursion and
+    stopping once past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children
+                         if isinstance(child, dict | list))
+    return deepest
+
+
+def load_json(text: str, path: str) -> object:
+    """``json.loads`` that refuses a document nested deeper than ``MAX_JSON_DEPTH`` with
+    LogTooDeepError (the parser itself raises RecursionError near 1000 levels, and later
+    readers, nbformat's schema check among them, recurse too); other malformed JSON still
+    raises ``json.JSONDecodeError`` for the caller to try other formats."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise json.JSONDecodeError(str(exc), text[:100], 0) from None
+    else:
+        if json_depth(value) <= MAX_JSON_DEPTH:
+            return value
+    raise LogTooDeepError(path, f"JSON nested deeper than {MAX_JSON_DEPTH} levels: not a "
+                                "training log")

@@ -25,6 +25,7 @@ import math
 import re
 
 from app.importers.base import (
+    JSON_LIKE_ERRORS,
     MAX_STEP,
     ImportedLog,
     LogFormatError,
@@ -32,9 +33,19 @@ from app.importers.base import (
     merge_rows,
     step_of,
 )
+from app.importers.columns import logger_name, rename_keys
+from app.metrics.names import VOCABULARIES
 
 _BAR = re.compile(r"(\d+)/(\d+) \[")
-_METRIC_HINTS = ("loss", "reward", "train_runtime", "kl", "entropy", "grad_norm")
+# another trainer's spelling of these marks a training dict; a config dict's ``lr`` does not
+_TRAINING_NAMES = frozenset({"reward", "kl", "entropy", "loss", "reward_std",
+                             "completions/mean_length"})
+_METRIC_HINTS = frozenset({"loss", "reward", "train_runtime", "kl", "entropy", "grad_norm",
+                           "policy_loss", "response_length"}
+                          | {k for table in VOCABULARIES.values() for k, name in table.items()
+                             if "*" not in k and name in _TRAINING_NAMES})
+MAX_SEGMENT = 100_000  # a longer line is no printed metrics dict (TRL's are ~1-2 KB)
+MAX_TRIES = 64  # ``{`` positions tried per line: a line of braces must not cost O(n^2)
 
 
 def looks_like(text: str) -> bool:
@@ -45,17 +56,33 @@ def looks_like(text: str) -> bool:
 def _is_metrics_dict(d: object) -> bool:
     if not isinstance(d, dict) or not d or not all(isinstance(k, str) for k in d):
         return False
-    return any(k in _METRIC_HINTS or k.startswith(("rewards/", "eval_")) for k in d)
+    return any(k in _METRIC_HINTS or logger_name(k) in _METRIC_HINTS
+               or k.startswith(("rewards/", "eval_")) for k in d)
+
+
+# numpy 2 and torch print numbers wrapped: ``np.float64(0.5)``, ``tensor(0.5, device='cuda:0')``
+_WRAPPED = re.compile(r"\b(?:np\.|numpy\.)?(?:float|int)\d*\(([^()]*)\)"
+                      r"|\btensor\(([^(),]*)(?:,[^()]*)?\)")
+
+
+def _unwrapped(segment: str) -> str:
+    """The segment with numpy/torch number wrappers replaced by the number they hold."""
+    if "(" not in segment:
+        return segment
+    return _WRAPPED.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), segment)
 
 
 def _literal_at(segment: str) -> dict | None:
     """The widest ``{...}`` in a segment that parses as a metrics dict, if any."""
+    segment = _unwrapped(segment)
     end = segment.rfind("}")
     start = segment.find("{")
-    while 0 <= start < end:
-        try:
+    for _ in range(MAX_TRIES):
+        if not 0 <= start < end:
+            break
+        try:  # TypeError: a chat template's ``{{ '...' }}`` is a set of a set (unhashable)
             value = ast.literal_eval(segment[start:end + 1])
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except JSON_LIKE_ERRORS:
             value = None
         if _is_metrics_dict(value):
             return value  # type: ignore[return-value]
@@ -68,7 +95,7 @@ def _dicts_with_positions(text: str, limit: int | None = None) -> list[tuple[int
     found: list[tuple[int, dict]] = []
     offset = 0
     for segment in re.split(r"[\r\n]", text):
-        if "{" in segment and "}" in segment:
+        if "{" in segment and "}" in segment and len(segment) <= MAX_SEGMENT:
             d = _literal_at(segment)
             if d is not None:
                 found.append((offset, d))
@@ -148,5 +175,7 @@ def parse(text: str, path: str, logging_steps: int = 1) -> ImportedLog:
         meta["max_steps"] = total
     if len(steps) > 1:
         meta["logging_steps"] = steps[1] - steps[0]
-    pairs = list(zip(steps, (d for _, d in rows)))
-    return ImportedLog(rows=merge_rows(pairs), source_format="console", meta=meta)
+    renames: dict[str, str] = {}
+    pairs = [(s, rename_keys(d, renames)) for s, (_, d) in zip(steps, rows)]
+    return ImportedLog(rows=merge_rows(pairs), source_format="console", meta=meta,
+                       renames=renames)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from app.importers.base import ImportedLog, LogFormatError, merge_rows, step_pairs
+from app.importers.base import ImportedLog, LogFormatError, load_json, merge_rows, step_pairs
 
 
 def looks_like(text: str) -> bool:
@@ -13,8 +13,8 @@ def looks_like(text: str) -> bool:
     for line in text.splitlines():
         if line.strip():
             try:
-                return isinstance(json.loads(line), dict)
-            except json.JSONDecodeError:
+                return isinstance(load_json(line, "line"), dict)
+            except (json.JSONDecodeError, LogFormatError):
                 return False
     return False
 
@@ -23,7 +23,7 @@ def _entries(text: str, path: str) -> Iterator[tuple[str, object]]:
     lines = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
     for idx, (lineno, line) in enumerate(lines):
         try:
-            entry = json.loads(line)
+            entry = load_json(line, f"{path}: line {lineno}")
         except json.JSONDecodeError as exc:
             if idx == len(lines) - 1 and idx > 0:
                 return  # a live writer may have been mid-line: tolerate a torn last line

@@ -7,13 +7,17 @@ it by ON DELETE CASCADE). A resent chunk (same stream and offset) replaces itsel
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.core.redact import redact
 from app.logs.models import RunLogChunk
 from app.runs.models import Run
+from app.runs.progress import record_stage
+from grpodeck.contract.log_markers import MARKERS_STREAM
 from grpodeck.contract.wire import LogBatch
 
 TAIL_CHARS = 64_000
@@ -25,21 +29,29 @@ def stored_chars(db: Session, run_id: int) -> int:
                      .where(RunLogChunk.run_id == run_id)) or 0
 
 
-def store(db: Session, run: Run, batch: LogBatch) -> int:
-    """Keep the batch's chunks (until the run's log reaches MAX_STORED_CHARS) and its stage."""
+def store(db: Session, run: Run, batch: LogBatch, secrets: Iterable[str] = ()) -> int:
+    """Keep the batch's chunks (until the run's log reaches MAX_STORED_CHARS) and its stage.
+
+    Each chunk is redacted (``app.core.redact``) before it is stored or counted: what is kept
+    is what every reader of the run may see. ``secrets``: exact values to remove (the run's
+    token, from the request that carries it)."""
     if batch.stage is not None:
-        run.stage = batch.stage
+        progress = batch.eval_progress
+        record_stage(run, batch.stage, progress.done if progress else None,
+                     progress.total if progress else None, datetime.now(UTC))
     room = MAX_STORED_CHARS - stored_chars(db, run.id) if batch.chunks else 0
     stored = 0
+    secrets = tuple(secrets)
     for chunk in batch.chunks:
-        if not chunk.text or len(chunk.text) > room:
+        text = redact(chunk.text, secrets) if chunk.text else ""
+        if not text or len(text) > room:
             continue
         db.execute(delete(RunLogChunk).where(RunLogChunk.run_id == run.id,
                                              RunLogChunk.stream == chunk.stream,
                                              RunLogChunk.offset == chunk.offset))
         db.add(RunLogChunk(run_id=run.id, stream=chunk.stream, offset=chunk.offset,
-                           text=chunk.text))
-        room -= len(chunk.text)
+                           text=text))
+        room -= len(text)
         stored += 1
     db.flush()
     return stored
@@ -49,7 +61,8 @@ def tail(db: Session, run_id: int, max_chars: int = TAIL_CHARS) -> tuple[str, bo
     """The log's last ``max_chars`` characters in arrival order, and whether more came before."""
     texts: list[str] = []
     size = 0
-    rows = db.scalars(select(RunLogChunk.text).where(RunLogChunk.run_id == run_id)
+    rows = db.scalars(select(RunLogChunk.text).where(RunLogChunk.run_id == run_id,
+                                                     RunLogChunk.stream != MARKERS_STREAM)
                       .order_by(RunLogChunk.id.desc()))
     for text in rows:
         texts.append(text)
@@ -63,7 +76,8 @@ def tail(db: Session, run_id: int, max_chars: int = TAIL_CHARS) -> tuple[str, bo
 
 def everything(db: Session, run_id: int) -> Iterator[str]:
     """The whole log in arrival order, a chunk at a time (the download streams it)."""
-    stmt = (select(RunLogChunk.text).where(RunLogChunk.run_id == run_id)
+    stmt = (select(RunLogChunk.text).where(RunLogChunk.run_id == run_id,
+                                           RunLogChunk.stream != MARKERS_STREAM)
             .order_by(RunLogChunk.id).execution_options(yield_per=100))
     yield from db.scalars(stmt)
 

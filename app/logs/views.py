@@ -11,7 +11,7 @@ from app.core.db import SessionDep
 from app.core.templating import templates
 from app.logs import service
 from app.runs import lifecycle
-from app.runs.api import run_or_404
+from app.runs.lookup import run_or_404
 from app.runs.models import Run
 
 router = APIRouter(include_in_schema=False)

@@ -35,7 +35,7 @@ class MetricPoint(Base):
     __table_args__: ClassVar = {"sqlite_with_rowid": False}  # clustered (migration perf_0001)
 
     # On PostgreSQL the table has no foreign key (migration ingest_0001: its per-row check was
-    # ~40 % of storing a point); ``runs.service.delete_run`` deletes the points itself.
+    # ~40 % of storing a point); ``run_page.removal.delete_run`` deletes the points itself.
     run_id: Mapped[int] = mapped_column(
         ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
     )

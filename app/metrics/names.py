@@ -3,7 +3,9 @@
 TRL renamed several GRPO metrics over time (``completion_length`` ->
 ``completions/mean_length``, ``rewards/<f>`` -> ``rewards/<f>/mean``, ...). Everything
 downstream (diagnostics, charts, comparisons) speaks only the newest vocabulary, so
-importers and the live metric path both pass rows through :func:`normalize_row`.
+importers and the live metric path both pass rows through :func:`normalize_row`. Other
+trainers' names (verl, OpenRLHF) and a user's mapping are applied on top, the same way on
+every path, by ``app.metrics.reading``.
 """
 
 from __future__ import annotations
@@ -177,18 +179,55 @@ VOCABULARIES: dict[str, dict[str, str]] = {
         "raw_grad_norm": "grad_norm",
         "actor_lr": "learning_rate",
     },
+    # Hand-written loops: the spellings people print (``GRPO step 12 | mean_reward: 0.3 | KL:
+    # 0.01``). Applied only when no trainer above is recognised.
+    "loop": {
+        "mean_reward": "reward",
+        "avg_reward": "reward",
+        "reward_mean": "reward",
+        "average_reward": "reward",
+        "Reward": "reward",
+        "Rewards": "reward",
+        "rewards": "reward",
+        "std_reward": "reward_std",
+        "Reward_std": "reward_std",
+        "Rewards_std": "reward_std",
+        "rewards_std": "reward_std",
+        "KL": "kl",
+        "kl_div": "kl",
+        "kl_divergence": "kl",
+        "KL_ref": "kl",
+        "kl_ref": "kl",
+        "mean_kl": "kl",
+        "avg_kl": "kl",
+        "Entropy": "entropy",
+        "mean_entropy": "entropy",
+        "avg_entropy": "entropy",
+        "resp_len": "completions/mean_length",
+        "response_len": "completions/mean_length",
+        "avg_len": "completions/mean_length",
+        "avg_length": "completions/mean_length",
+        "mean_len": "completions/mean_length",
+        "Loss": "loss",
+        "lr": "learning_rate",
+        "LR": "learning_rate",
+        "gnorm": "grad_norm",
+    },
 }
-_VERL_PREFIXES = ("critic/", "actor/", "response_length/", "timing_s/")
+_VERL_PREFIXES = ("critic/", "actor/", "response_length/", "timing_s/", "val-core/")
 _OPENRLHF_MARKS = frozenset({"policy_loss", "train/policy_loss"})
 _OPENRLHF_WITH = frozenset({"response_length", "train/response_length", "return", "train/return"})
 
 
 def detect_vocabulary(keys: set[str] | frozenset[str]) -> str | None:
-    """Which trainer wrote these keys: "verl", "openrlhf", or None (TRL or unknown)."""
+    """Which trainer wrote these keys: "verl", "openrlhf", "loop" (a hand-written loop's
+    spellings), or None (TRL or unknown)."""
     if any(k.startswith(_VERL_PREFIXES) for k in keys):
         return "verl"
     if keys & _OPENRLHF_MARKS and keys & _OPENRLHF_WITH:
         return "openrlhf"
+    if keys & VOCABULARIES["loop"].keys():
+        return "loop"
     return None
 
 
@@ -208,7 +247,7 @@ def parse_mapping(items: list[str] | tuple[str, ...] | str | None) -> dict[str, 
     return out
 
 
-def _resolve(table: dict[str, str], keys: set[str]) -> dict[str, str]:
+def resolve_table(table: dict[str, str], keys: set[str]) -> dict[str, str]:
     """{present key: canonical name}, one key per name (the earliest in ``table``)."""
     chosen: dict[str, str] = {}
     taken: set[str] = set()
@@ -219,19 +258,6 @@ def _resolve(table: dict[str, str], keys: set[str]) -> dict[str, str]:
             chosen[hits[0]] = name
             taken.add(name)
     return chosen
-
-
-def renames_for(keys: set[str], mapping: dict[str, str] | None = None
-                ) -> tuple[dict[str, str], str | None]:
-    """({log key: canonical name}, vocabulary) for a log with these keys: the detected
-    trainer's table, then the user's ``mapping`` on top (it wins). A name the log already
-    has under its canonical spelling is left alone unless the user maps onto it."""
-    vocabulary = detect_vocabulary(keys)
-    renames = {k: n for k, n in _resolve(VOCABULARIES.get(vocabulary or "", {}), keys).items()
-               if n not in keys}
-    user = {k: n for k, n in (mapping or {}).items() if k in keys}
-    renames = {k: n for k, n in renames.items() if n not in user.values()} | user
-    return renames, vocabulary
 
 
 def rename_rows(rows: list[Row], renames: dict[str, str]) -> list[Row]:

@@ -9,9 +9,10 @@ Storage layout (table ``metric_rollups``, one row per run, level, metric and buc
   range, so the page of a 1M-step run reads ~250 rows per metric at level 3;
 * ingest stores a batch as one inbox row per step (``app/metrics/inbox.py``) and widens the
   run's stale step range (``runs.rollups_stale_lo/hi``); ``settle`` spreads the inbox into
-  ``metric_points`` and recomputes every level from the one below over that range, when
-  something next reads the run (``catch_up``), when it ends, or when the range grows past
-  ``SETTLE_EVERY_STEPS``. Recomputing rather than adding keeps it idempotent: a re-sent step
+  ``metric_points`` and recomputes every level from the one below over that range: the settler
+  (``app/metrics/settler.py``) within a second or so, the end report, or ingest itself once the
+  range grows past ``SETTLE_EVERY_STEPS``. Readers never settle: they merge the steps still
+  waiting in memory (``app/metrics/waiting.py``). Recomputing rather than adding keeps it idempotent: a re-sent step
   overwrites its point, and its buckets come out the same.
 
 A chart of a step range picks the finest level that fits its point budget (two points, min and
@@ -30,7 +31,7 @@ from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
-from app.metrics import inbox
+from app.metrics import inbox, waiting
 from app.metrics.series import Series, downsample, load_series, stored_names
 from app.runs.models import Run
 
@@ -39,6 +40,7 @@ LEVELS = 4  # widths 16 .. 65536 steps: a 10M-step run still draws ~150 buckets 
 # A run nobody reads is settled by its own ingest once its stale range spans this many steps:
 # the inbox stays bounded (~100k values for a TRL run) without a reader or the scheduler.
 SETTLE_EVERY_STEPS = 4096
+BUCKET_WEIGHT = 4  # raw points of page one drawn bucket weighs (``merge_factor``)
 _COLUMNS = ("run_id, level, name, bucket, n, vsum, vmin, vmax, first_step, last_step, "
             "nonfinite, nonfinite_step, nonfinite_raw")
 _SET = ", ".join(f"{c} = excluded.{c}" for c in (
@@ -115,7 +117,7 @@ def backlog(run: Run) -> int:
 
 def settle(db: Session, run: Run) -> None:
     """Spread the run's inbox into its points and recompute its summaries over the stale range.
-    The caller holds the run's write lock (ingest, the end report, ``catch_up``) and commits."""
+    The caller holds the run's write lock (ingest, the end report, the settler) and commits."""
     if run.rollups_stale_lo is None:
         return
     inbox.spread(db, run.id)
@@ -124,8 +126,9 @@ def settle(db: Session, run: Run) -> None:
 
 
 def catch_up(db: Session, run: Run) -> None:
-    """Before anything reads the run's points or summaries: settle them, under the run's row
-    lock (ingest holds it too, so no batch slips in between), and commit."""
+    """Settle the run now, under its row lock (ingest holds it too, so no batch slips in
+    between), and commit: what the settler does, for a caller that must see the points table
+    itself settled (tests, the downgrade). Never on a read path: that waits for writers."""
     if run.rollups_stale_lo is None:
         return
     begin_write(db)
@@ -137,8 +140,8 @@ def catch_up(db: Session, run: Run) -> None:
 
 @dataclass
 class ChartData:
-    """What a chart draws: per metric a series (two points per bucket above level 0), the level
-    read, its bucket width in steps, and the run's last stored step (where a live poll resumes)."""
+    """What a chart draws: per metric a series (one point per drawn bucket above level 0), the level
+    read, its drawn bucket width in steps, and the run's last stored step (where a live poll resumes)."""
 
     series: dict[str, Series]
     level: int
@@ -147,8 +150,7 @@ class ChartData:
 
 
 def span(db: Session, run_id: int) -> tuple[int, int] | None:
-    """(first, last) stored step of the run, from the coarsest level (a few rows; current once
-    ``catch_up`` ran)."""
+    """(first, last) settled step of the run, from the coarsest level (a few rows)."""
     row = db.connection().execute(text(
         "SELECT min(first_step), max(last_step) FROM metric_rollups "
         "WHERE run_id = :run AND level = :level"), {"run": run_id, "level": LEVELS}).one()
@@ -165,38 +167,68 @@ def pick_level(steps: int, max_points: int) -> int:
     return LEVELS
 
 
+def merge_factor(steps: int, level: int, max_points: int) -> int:
+    """How many neighbouring buckets of ``level`` one drawn bucket joins, so that the buckets
+    over ``steps`` weigh no more than ``max_points`` raw points on the page.
+
+    A bucket is drawn as three points (its min, max and mean, ``app/charts/figures.py``) and
+    carries its count: about ``BUCKET_WEIGHT`` raw points of page. ``pick_level`` counts two per
+    bucket, so just past a level's switch point a run drew up to ``max_points / 2`` buckets: a
+    10k-step page (625 buckets of 16 steps) weighed 1.4 MB, more than a 100k-step one (391 of
+    256). Joining at most two of them keeps every run's page within the same weight."""
+    if level == 0:
+        return 1
+    buckets = math.ceil(steps / width(level))
+    return max(1, math.ceil(buckets * BUCKET_WEIGHT / max_points))
+
+
 def chart_data(db: Session, run: Run, max_points: int, names: list[str] | None = None,
                x0: int | None = None, x1: int | None = None) -> ChartData:
-    """The run's metrics over steps ``x0..x1`` (default: all), at the finest level that fits."""
-    catch_up(db, run)
+    """The run's metrics over steps ``x0..x1`` (default: all), at the finest level that fits:
+    the settled summaries plus the steps still waiting (``waiting``), without the run's lock."""
     run_id = run.id
-    known = span(db, run_id)
+    pending = waiting.by_name(waiting.rows(db, run, -1 if x0 is None else x0 - 1), names, x1)
+    known = _with_waiting(span(db, run_id), pending)
     if known is None:
         return ChartData({}, 0, 1, 0)
     lo = known[0] if x0 is None else max(x0, known[0])
     hi = known[1] if x1 is None else min(x1, known[1])
     level = pick_level(max(hi - lo + 1, 0), max_points)
+    drawn = width(level) * merge_factor(max(hi - lo + 1, 0), level, max_points)
     if level == 0:
-        raw = load_series(db, run_id, names, after=lo - 1, through=hi)
+        raw = waiting.merge(load_series(db, run_id, names, after=lo - 1, through=hi), pending)
         series = {n: downsample(s, max_points) for n, s in raw.items()}
     else:
-        series = _buckets(db, run_id, level, names, lo, hi)
-    return ChartData(series, level, width(level), known[1])
+        series = waiting.merge_buckets(
+            _buckets(db, run_id, level, names, lo, hi, drawn // width(level)), pending, drawn)
+    return ChartData(series, level, drawn, known[1])
+
+
+def _with_waiting(known: tuple[int, int] | None,
+                  pending: dict[str, Series]) -> tuple[int, int] | None:
+    """The settled (first, last) step widened by the waiting steps."""
+    steps = [s for series in pending.values() for s in (series.steps[0], series.steps[-1])]
+    if not steps:
+        return known
+    lo, hi = int(min(steps)), int(max(steps))
+    return (lo, hi) if known is None else (min(lo, known[0]), max(hi, known[1]))
 
 
 def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: int,
-             hi: int) -> dict[str, Series]:
+             hi: int, merge: int = 1) -> dict[str, Series]:
     """One point per bucket at its middle step: the mean, with the bucket's min, max and count
     (drawn as a band; a line through alternating extremes would draw a sawtooth that is not in
-    the data); a bucket with NaN/inf adds one such value at its first one."""
-    query = ("SELECT name, first_step, last_step, n, vsum, vmin, vmax, nonfinite_step, "
-             "nonfinite_raw FROM metric_rollups WHERE run_id = :run AND level = :level "
-             "AND bucket BETWEEN :lo AND :hi")
+    the data); a bucket with NaN/inf adds one such value at its first one. ``merge`` stored
+    buckets are joined into one (aligned to multiples of ``merge``, the same at every zoom)."""
+    query = ("SELECT name, min(first_step), max(last_step), sum(n), sum(vsum), min(vmin), "
+             "max(vmax), min(nonfinite_step), max(nonfinite_raw) FROM metric_rollups "
+             "WHERE run_id = :run AND level = :level AND bucket BETWEEN :lo AND :hi")
+    grouped = " GROUP BY name, bucket / :merge ORDER BY name, min(bucket)"
     params: dict[str, object] = {"run": run_id, "level": level, "lo": lo // width(level),
-                                 "hi": hi // width(level)}
-    statement = text(query + " ORDER BY name, bucket")
+                                 "hi": hi // width(level), "merge": merge}
+    statement = text(query + grouped)
     if names:
-        statement = text(query + " AND name IN :names ORDER BY name, bucket").bindparams(
+        statement = text(query + " AND name IN :names" + grouped).bindparams(
             bindparam("names", expanding=True))
         params["names"] = names
     out: dict[str, Series] = {}

@@ -2,8 +2,8 @@
 ``log_metric(s)``, ``set_tag(s)``, ``end_run`` and transformers' ``MLflowCallback`` call
 (``mlflow/store/tracking/rest_store.py``). Anything else under ``/mlflow`` is MLflow's 404.
 
-Each MLflow run is an outside run made by ``app.runs.api.register_external``; its metrics go
-through ``app.metrics.pipeline.receive`` like a worker's. Writes take the run's row lock
+Each MLflow run is an outside run made by ``app.ingest.external.register_external``; its
+metrics go through ``app.ingest.pipeline.receive`` like a worker's. Writes take the run's row lock
 (``get_run_for_update``) as the report API does, and need the caller to own the run.
 """
 
@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from app.auth.identity import Identity
 from app.core.db import SessionDep, write
-from app.health import service as health
-from app.metrics import pipeline
+from app.ingest import pipeline
+from app.ingest.external import register_external
+from app.listing import service as listing
 from app.mlflow import errors, mapping
 from app.mlflow.auth import Caller
 from app.mlflow.errors import MlflowError, invalid, missing
@@ -38,8 +39,7 @@ from app.mlflow.wire import (
     run_info,
     run_json,
 )
-from app.runs import lifecycle, listing, service
-from app.runs.api import register_external
+from app.runs import lifecycle, service
 from app.runs.models import Run, RunTag
 from grpodeck.contract.wire import ExternalRunIn
 
@@ -123,7 +123,7 @@ def _apply(db: Session, run: Run, body: LogBatch) -> None:
         _set_tags(db, run, mapping.TagChanges((t.key, t.value) for t in body.tags))
     if body.metrics:
         rows = mapping.metric_rows((m.key, m.value, m.step) for m in body.metrics)
-        pipeline.receive(db, run, rows)
+        pipeline.receive(db, run, pipeline.read(run, rows))
 
 
 def _set_tags(db: Session, run: Run, changes: mapping.TagChanges) -> None:
@@ -237,7 +237,7 @@ def update_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
         elif status and status not in mapping.LIVE_STATUSES:
             raise invalid(f"status {status[:20]!r}: use FINISHED, FAILED, KILLED or RUNNING")
         if lifecycle.Status(run.status) in lifecycle.TERMINAL:
-            health.observe(db, run, [])  # ended: the whole history is in, findings settle
+            pipeline.observe(db, run, [])  # ended: the whole history is in, findings settle
     return {"run_info": run_info(run)}
 
 

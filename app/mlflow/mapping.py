@@ -11,9 +11,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
+from app.listing.service import TAG_RE
 from app.metrics.names import Row, normalize_row
 from app.mlflow.errors import invalid
-from app.runs.listing import TAG_RE
 
 DEFAULT_EXPERIMENT_ID = "0"  # MLflow's "Default": runs in no group
 DEFAULT_EXPERIMENT_NAME = "Default"

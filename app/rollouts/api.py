@@ -10,7 +10,8 @@ from app.core.db import SessionDep
 from app.rollouts import queries
 from app.rollouts.queries import RolloutFilter
 from app.rollouts.service import captured_steps
-from app.runs.api import run_or_404
+from app.runs.lookup import run_or_404
+from grpodeck.contract.limits import MAX_STEP
 
 router = APIRouter(prefix="/api/runs", tags=["rollouts"])
 
@@ -29,7 +30,7 @@ def pick_step(steps: list[int], step: int | None, f: RolloutFilter) -> int | Non
 
 @router.get("/{run_id}/rollouts")
 def rollouts(run_id: int, db: SessionDep, f: Annotated[RolloutFilter, Query()],
-             step: int | None = None) -> dict[str, Any]:
+             step: Annotated[int | None, Query(ge=0, lt=MAX_STEP)] = None) -> dict[str, Any]:
     run_or_404(db, run_id)
     steps = captured_steps(db, run_id)
     chosen = pick_step(steps, step, f)

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from app.rollouts.models import RolloutGroup
 from grpodeck.contract.fields import storable
 
-Outcome = Literal["all_fail", "all_pass", "mixed", "zero_spread"]
+Outcome = Literal["all_fail", "all_pass", "mixed", "no_total", "zero_spread"]
+OUTCOMES = ("all_fail", "all_pass", "mixed", "no_total")  # as stored (signals.group_summary)
 Sort = Literal["index", "advantage_high", "advantage_low"]
 
 
@@ -53,10 +54,18 @@ def _component_match(group: RolloutGroup, f: RolloutFilter) -> bool:
     return False
 
 
-def matches(group: RolloutGroup, f: RolloutFilter) -> bool:
-    if f.outcome == "zero_spread" and group.outcome == "mixed":
+def zero_spread(group: RolloutGroup) -> bool:
+    """No learning signal: every completion scored alike (a group sent without totals and
+    without any component number has no spread to speak of)."""
+    if group.outcome == "mixed":
         return False
-    if f.outcome in ("all_fail", "all_pass", "mixed") and group.outcome != f.outcome:
+    return group.outcome != "no_total" or group.reward_spread is not None
+
+
+def matches(group: RolloutGroup, f: RolloutFilter) -> bool:
+    if f.outcome == "zero_spread" and not zero_spread(group):
+        return False
+    if f.outcome in OUTCOMES and group.outcome != f.outcome:
         return False
     if f.truncated is not None and group.any_truncated != f.truncated:
         return False
@@ -126,14 +135,15 @@ def prompt_history(db: Session, run_id: int, key: str) -> Sequence[RolloutGroup]
 
 
 def outcome_shares(db: Session, run_id: int) -> dict[int, dict[str, float]]:
-    """Per captured step, the share of groups that are all-fail, all-pass and mixed."""
+    """Per captured step, the share of groups that are all-fail, all-pass, mixed and sent
+    without totals (pass/fail unknown)."""
     stmt = (select(RolloutGroup.step, RolloutGroup.outcome, func.count())
             .where(RolloutGroup.run_id == run_id)
             .group_by(RolloutGroup.step, RolloutGroup.outcome))
     counts: dict[int, Counter[str]] = {}
     for step, outcome, n in db.execute(stmt):
         counts.setdefault(step, Counter())[outcome] += n
-    return {step: {k: c[k] / sum(c.values()) for k in ("all_fail", "all_pass", "mixed")}
+    return {step: {k: c[k] / sum(c.values()) for k in OUTCOMES}
             for step, c in sorted(counts.items())}
 
 
@@ -147,7 +157,15 @@ def advantages_by_step(db: Session, run_id: int) -> dict[int, list[float]]:
     return out
 
 
+def spread_of(g: RolloutGroup) -> str | None:
+    """What ``reward_spread`` measures: "total" (sent or derived from the run's weights),
+    "components" (no total sent: the largest spread of one component), or None."""
+    if g.reward_spread is None:
+        return None
+    return "total" if any(c.get("total") is not None for c in g.completions) else "components"
+
+
 def group_dict(g: RolloutGroup) -> dict[str, object]:
     return {"step": g.step, "index": g.group_index, "prompt": g.prompt, "prompt_key": g.prompt_key,
-            "outcome": g.outcome, "reward_spread": g.reward_spread,
+            "outcome": g.outcome, "reward_spread": g.reward_spread, "spread_of": spread_of(g),
             "any_truncated": g.any_truncated, "completions": g.completions}

@@ -53,17 +53,63 @@ def step_signals(groups: list[dict]) -> dict[str, float]:
     }
 
 
-def group_outcome(group: dict) -> str:
-    """``all_pass`` / ``all_fail`` / ``mixed`` for the group-outcomes chart.
+def _finite(values: list[object]) -> list[float]:
+    """The finite numbers among ``values`` (numeric strings such as "0.5" included)."""
+    out = []
+    for v in values:
+        if v is None or isinstance(v, bool):
+            continue
+        try:
+            number = float(v)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):
+            out.append(number)
+    return out
 
-    The reward range is not known, so: totals with zero spread and a value > 0 are
-    ``all_pass``; zero spread and a value <= 0 are ``all_fail`` (also when no completion could be
-    scored: nothing was earned); any spread is ``mixed`` (the group teaches something)."""
-    totals = [float(c["total"]) for c in group.get("completions") or []
-              if c.get("total") is not None and math.isfinite(float(c["total"]))]
-    if not totals:
-        return "all_fail"
-    lo, hi = min(totals), max(totals)
-    if hi - lo > ZERO_SPREAD * max(1.0, abs(hi), abs(lo)):
-        return "mixed"
-    return "all_pass" if hi > 0 else "all_fail"
+
+def _spread(values: list[float]) -> float:
+    """max - min, with differences below ZERO_SPREAD (relative to the scale) counted as 0."""
+    lo, hi = min(values), max(values)
+    return 0.0 if hi - lo <= ZERO_SPREAD * max(1.0, abs(hi), abs(lo)) else hi - lo
+
+
+def component_spread(group: dict) -> float | None:
+    """The largest spread of any one reward component across the group's completions (None
+    when no component has a number): what can be said of a group sent without totals."""
+    completions = group.get("completions") or []
+    names = {name for c in completions for name in (c.get("rewards") or {})}
+    spreads = [_spread(values) for name in names
+               if (values := _finite([(c.get("rewards") or {}).get(name) for c in completions]))]
+    return max(spreads) if spreads else None
+
+
+def group_summary(group: dict) -> tuple[str, float | None]:
+    """(outcome, reward spread) for the group-outcomes chart and the inspector's filters.
+
+    When totals were sent (a ``total`` key, even null; or derived from the run's reward
+    weights): zero spread and a value > 0 is ``all_pass``, zero spread and <= 0 ``all_fail``
+    (also when no completion could be scored: nothing was earned), any spread ``mixed`` (the
+    group teaches something); the spread is that of the totals.
+
+    When no completion carries a ``total`` key (``log_rollouts`` with components only) the
+    plain sum of the components is not assumed (their weights are unknown), so pass or fail
+    cannot be told: the spread is the largest of any one component's; a group where some
+    component varies is ``mixed`` (its completions were scored differently) and one where none
+    does is ``no_total`` ("no total sent"), never ``all_fail``."""
+    completions = group.get("completions") or []
+    if completions and not any("total" in c for c in completions):
+        spread = component_spread(group)
+        return ("mixed" if spread else "no_total"), spread
+    totals = _finite([c.get("total") for c in completions])
+    if totals:
+        spread = _spread(totals)
+        if spread > 0:
+            return "mixed", spread
+        return ("all_pass" if max(totals) > 0 else "all_fail"), spread
+    return "all_fail", None
+
+
+def group_outcome(group: dict) -> str:
+    """The outcome alone (see ``group_summary``)."""
+    return group_summary(group)[0]

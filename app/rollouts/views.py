@@ -15,7 +15,7 @@ from app.rollouts import queries
 from app.rollouts.api import pick_step
 from app.rollouts.queries import RolloutFilter
 from app.rollouts.service import captured_steps
-from app.runs.api import run_or_404
+from app.runs.lookup import run_or_404
 from app.runs.models import Run
 
 router = APIRouter(include_in_schema=False)

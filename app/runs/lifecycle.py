@@ -9,7 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from app.core.redact import redact
 from app.runs.models import Run
+
+# What a failing run tells every reader: scrubbed of secrets before it is stored.
+REDACTED_FIELDS = frozenset({"error", "traceback_tail", "stop_reason"})
 
 
 class Status(StrEnum):
@@ -55,7 +59,8 @@ def transition(run: Run, to: Status, **fields: object) -> None:
         # hash is kept so that only its holder learns the run ended, see service.claim).
         run.token_hash = None
     for key, value in fields.items():
-        setattr(run, key, value)
+        setattr(run, key, redact(value) if key in REDACTED_FIELDS and isinstance(value, str)
+                else value)
 
 
 def request_cancel(run: Run, reason: str = "cancelled by user") -> None:

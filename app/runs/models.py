@@ -24,6 +24,9 @@ class Run(Base):
     current_step: Mapped[int] = mapped_column(Integer, default=0)
     token_hash: Mapped[str | None] = mapped_column(String(64))  # set at claim, cleared at the end
     claim_hash: Mapped[str | None] = mapped_column(String(64))  # single-use ticket in the queue
+    # made at the claim, handed to the supervisor only: it signs the rank lines the Devices
+    # panel believes (grpodeck.contract.log_markers)
+    marker_key: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(),
                                                  index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -41,6 +44,9 @@ class Run(Base):
     seconds_per_step: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[str | None] = mapped_column(String(16), index=True)  # healthy|warning|critical|unknown|...
     metric_names: Mapped[list[str] | None] = mapped_column(JSON)  # what the charts can draw
+    # How its keys are read as canonical names (app/metrics/reading.py): the trainer vocabulary,
+    # the user's metric_map and each rename made, kept so every batch is read the same way.
+    metric_reading: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # who launched or imported it; None for runs from before accounts, the CLI import, dev mode
     created_by_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), index=True)
@@ -60,8 +66,11 @@ class Run(Base):
     # The sweep that launched this run with its siblings (``/sweeps/{sweep_id}``).
     sweep_id: Mapped[str | None] = mapped_column(String(32), index=True)
     # What the training child said it is doing (grpodeck.contract.wire.Stage); "training" and
-    # "queued" are read from the run itself (app/runs/stages.py).
+    # "queued" are read from the run itself (app/run_page/stages.py).
     stage: Mapped[str | None] = mapped_column(String(20))
+    # While it evaluates {done, total, since}; after, {last_s}: the last evaluation's length
+    # (app/runs/progress.py counts the evaluations still ahead in the ETA)
+    eval_progress: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class RunTag(Base):

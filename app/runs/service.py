@@ -5,17 +5,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.core.config import get_settings
 from app.core.db import begin_write
-from app.metrics.models import MetricPoint
 from app.runs import lifecycle
 from app.runs.lifecycle import Status
 from app.runs.models import Run
@@ -99,6 +96,7 @@ def claim(db: Session, run: Run, ticket: str, pid: int | None, host: str | None)
     if won != 1:
         raise ClaimRefused(f"run {run.id} was claimed by another worker")
     db.refresh(run)
+    run.marker_key = secrets.token_hex(32)  # for the supervisor only (log_markers)
     lifecycle.start(run, pid, host)
     run.last_seen_at = run.started_at
     return token
@@ -120,27 +118,6 @@ def create_imported_run(db: Session, *, name: str, spec: dict, max_step: int) ->
     db.add(run)
     db.flush()
     return run
-
-
-def delete_run(db: Session, run: Run) -> None:
-    """Remove a finished run; its findings, rollups and rollouts go with it (ON DELETE CASCADE),
-    its points are deleted here: on PostgreSQL they have no foreign key (migration ingest_0001).
-    Steps still in its inbox (a run failed as lost is never settled) go by their key's cascade."""
-    db.execute(delete(MetricPoint).where(MetricPoint.run_id == run.id))
-    db.delete(run)
-    db.flush()
-
-
-def remove_files(run_id: int) -> None:
-    """After the deletion is committed: the run's directory (spec, logs, spool, checkpoints)
-    under the runs directory, when this machine holds it."""
-    root = get_settings().runs_dir.resolve()
-    path = (root / str(int(run_id))).resolve()
-    if path.parent == root and path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    from app.artifacts.storage import remove_run  # the artifacts the server stores for it
-
-    remove_run(run_id)
 
 
 def storable_id(run_id: int) -> bool:

@@ -7,7 +7,9 @@ functions the deployment registered may be named:
 * the Python entry point group ``grpodeck.rewards`` of any installed distribution, e.g. in a
   package's pyproject ``[project.entry-points."grpodeck.rewards"] shout = "mypkg.rewards:shout"``;
 * ``GRPODECK_CUSTOM_REWARDS``: a comma list of exact ``module:function`` paths, or module
-  prefixes (``mypkg.rewards`` allows ``mypkg.rewards:fn`` and ``mypkg.rewards.more:fn``).
+  prefixes (``mypkg.rewards`` allows ``mypkg.rewards:fn`` and ``mypkg.rewards.more:fn``, for
+  functions DEFINED in that module: a name it imports, ``from subprocess import run``, is
+  refused by the worker once it has imported the module, ``defined_in_module``).
 
 The web app checks the list at launch and dry run (422 at the field); the worker checks it again,
 against its own environment, before it imports anything. Listing reads the entry point metadata
@@ -62,6 +64,15 @@ def _under_prefix(path: str) -> bool:
     if attr.startswith("_"):  # a prefix opens a module's public functions, not its internals
         return False
     return any(module == p or module.startswith(p + ".") for p in prefixes())
+
+
+def defined_in_module(path: str, fn: object) -> bool:
+    """Whether ``fn`` (found at ``path``) was defined in that module, not imported into it: a
+    prefix opens a module's own functions, and ``from subprocess import run`` in it must not
+    open ``module:run``. An exact entry is the deployment's explicit choice and always holds."""
+    if any(r.path == path for r in registered()):
+        return True
+    return getattr(fn, "__module__", None) == path.partition(":")[0]
 
 
 def is_allowed(path: str) -> bool:

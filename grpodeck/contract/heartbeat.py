@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from grpodeck.contract.limits import MAX_INT32
+
 HEARTBEAT_PATH = "/api/workers/heartbeat"
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 ProcessKind = Literal["scheduler", "worker"]
@@ -23,4 +25,4 @@ class Heartbeat(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     host: str = Field("", max_length=200)
-    pid: int = Field(0, ge=0)
+    pid: int = Field(0, ge=0, le=MAX_INT32)  # heartbeats.pid is a 32-bit column

@@ -22,4 +22,7 @@ MAX_TEXT_CHARS = 20_000
 # Model output is untrusted: the server cuts text past twice the cap rather than refuse a batch.
 MAX_STORED_TEXT = MAX_TEXT_CHARS * 2
 MAX_ROWS = 10_000  # metric rows per batch
+# What a 32-bit integer column holds (PostgreSQL ``integer``): every other integer the API takes
+# for such a column (a pid) is bounded by it, so a larger one is a 422, not a database error.
+MAX_INT32 = 2**31 - 1
 MAX_ROLLOUT_STEPS = 200  # captured steps per batch

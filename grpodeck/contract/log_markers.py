@@ -7,15 +7,23 @@ drift apart. What each marker is worth:
 - the supervisor's preamble (``slot_line``, ``launch_line``) is written at the very start of
   the run's stdout *before the training child starts*, so only lines at the start of the chunk
   at offset 0 count: nothing the child (or a model it samples) prints can come first;
-- rank lines (``rank_line``, ``rank_failed_line``) are written by the training ranks to stderr,
-  whole lines with a fixed prefix; a line counts only when it matches exactly, names a rank
-  below the run's process count, and its world size is the run's. A completion printed verbatim
-  at the start of a stderr line in exactly this form could still pass: these lines are a
-  progress display, never a source of the run's status.
+- rank lines (``rank_line``, ``rank_failed_line``) are written by the training ranks to stderr
+  (plain log text, for people) and to the run's markers file (``MARKERS_ENV``). Only the
+  supervisor ships that file, as the ``markers`` stream, each line signed with the run's marker
+  key (``sign``): the server made the key at the claim and handed it to the supervisor alone,
+  never to the training child's environment. The panel believes a line only when its signature
+  verifies (``verified``), matches exactly, names a rank below the run's process count, and its
+  world size is the run's. Issue 33: a ``[grpodeck] rank ...`` line printed by user code (a
+  reward, a model's completion) was believed ("8x H100", rank 0 at step 999); now it is plain
+  log text, and a token holder posting its own ``markers`` chunk cannot sign it. (Code running
+  inside a rank could still append to the markers file itself: the channel keeps out what is
+  printed, not a program that sets out to write there.)
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from dataclasses import dataclass
 
@@ -25,6 +33,32 @@ _LAUNCH = re.compile(r"\[grpodeck\] (\d{1,4}) processes, ([a-z0-9_]{1,20}), on (
 _RANK = re.compile(r"\[grpodeck\] rank (\d{1,4})/(\d{1,4}): (?:step (\d{1,10}) done(, stopping)?"
                    r"|(failed))")
 PREAMBLE_LINES = 2  # the slot line, then the launch line (either may be missing)
+MARKERS_STREAM = "markers"  # the log stream of the signed rank lines
+MARKERS_FILE = "markers.log"  # in the run folder: where the ranks write them
+MARKERS_ENV = "GRPODECK_MARKERS_FILE"  # its path, for the ranks (a path, not a secret)
+_SIGNED = re.compile(r"(.{1,200}) ~([0-9a-f]{32})")
+
+
+def _mac(key: str, line: str) -> str:
+    return hmac.new(key.encode(), line.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def sign(key: str, text: str) -> str:
+    """Each whole line of ``text`` with its signature under the run's marker key appended."""
+    return "".join(f"{line} ~{_mac(key, line)}\n" for line in text.splitlines() if line)
+
+
+def verified(text: str, key: str | None) -> str:
+    """The lines of ``text`` whose signature verifies under ``key``, signatures removed; none
+    without a key (a run claimed before markers were signed shows no rank progress)."""
+    if not key:
+        return ""
+    out = []
+    for line in text.splitlines():
+        m = _SIGNED.fullmatch(line)
+        if m and hmac.compare_digest(m[2], _mac(key, m[1])):
+            out.append(m[1] + "\n")
+    return "".join(out)
 
 
 def slot_line(index: int, visible: str) -> str:

@@ -136,6 +136,20 @@ def dataset_reference(v: str) -> str:
     return found
 
 
+# With an eval split but no eval_steps, evaluate about this many times per run.
+DEFAULT_EVALS_PER_RUN = 4
+
+
+def eval_every(eval_split: object, eval_steps: object, max_steps: object) -> int | None:
+    """Steps between evaluations as the worker trains (None: no evaluation); the web app counts
+    the evaluations still ahead in a run's ETA with the same rule."""
+    if not eval_split:
+        return None
+    if isinstance(eval_steps, int) and eval_steps > 0:
+        return eval_steps
+    return max(1, (max_steps if isinstance(max_steps, int) else 0) // DEFAULT_EVALS_PER_RUN)
+
+
 def batch_problems(batch_size: int | None, num_generations: int, eval_steps: int | None,
                    eval_split: str | None) -> list[tuple[str, str]]:
     """(field, message) for each rule across fields that is broken: a form shows each at the

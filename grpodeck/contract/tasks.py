@@ -38,6 +38,16 @@ def data_home(root: Path = ROOT) -> Path:
 
 
 VAR = data_home()
+
+
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` readable by its owner only; the data home (``var/``) is made so even
+    when it already existed (issue 33: a ``var/`` made earlier, by hand or by an older version,
+    stayed 0755 around the database, the broker and the run folders). Any other existing folder
+    is the user's own choice (a database path in their home folder) and is left as it is."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.resolve() == data_home().resolve():
+        folder.chmod(0o700)
 DEFAULT_BROKER_URL = f"sqla+sqlite:///{VAR / 'broker.db'}"
 
 
@@ -78,7 +88,7 @@ def private_broker_file(broker_url: str) -> None:
     if not broker_url.startswith("sqla+sqlite"):
         return
     path = Path(broker_url.split("///", 1)[1])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     path.touch(mode=0o600, exist_ok=True)
     path.chmod(0o600)
 

@@ -87,6 +87,8 @@ class ControlOut(BaseModel):
 
 class ClaimOut(ControlOut):
     token: str
+    # signs the rank lines the supervisor ships (``log_markers.sign``); kept from the child
+    marker_key: str | None = None
 
 
 # --- the training child's output and stage ------------------------------------------------------
@@ -95,12 +97,40 @@ class ClaimOut(ControlOut):
 # chunk overwrites itself) with the latest stage it saw. "training" needs no line: the server
 # knows a step arrived.
 STAGE_PREFIX = "[grpodeck] stage: "
-Stage = Literal["loading_model", "first_step", "saving"]
+# "evaluating" comes with its progress ("evaluating 3/12": batches done of the eval set's), and
+# "training" follows it (back to steps); before the first evaluation, "training" needs no line.
+Stage = Literal["loading_model", "first_step", "evaluating", "training", "saving"]
+STAGES: tuple[str, ...] = ("loading_model", "first_step", "evaluating", "training", "saving")
+
+
+class EvalProgress(BaseModel):
+    """Batches of the eval set done so far, of how many (0 of n as it starts)."""
+    done: int = Field(ge=0, lt=2**31)
+    total: int = Field(ge=1, lt=2**31)
+
+
+def stage_line(stage: str, progress: tuple[int, int] | None = None) -> str:
+    """The stdout line the child prints (``evaluating 3/12`` with progress)."""
+    return STAGE_PREFIX + stage + (f" {progress[0]}/{progress[1]}" if progress else "")
+
+
+def parse_stage_line(line: str) -> tuple[str, EvalProgress | None] | None:
+    """(stage, eval progress) from a line of the child's stdout; None for any other line or an
+    unknown stage (the child's stdout also carries user code's prints)."""
+    if not line.startswith(STAGE_PREFIX):
+        return None
+    name, _, rest = line[len(STAGE_PREFIX):].strip().partition(" ")
+    if name not in STAGES:
+        return None
+    done, slash, total = rest.partition("/")
+    if name == "evaluating" and slash and done.isdigit() and total.isdigit() and int(total) > 0:
+        return name, EvalProgress(done=min(int(done), int(total)), total=int(total))
+    return name, None
 MAX_LOG_CHUNK = 65_536  # characters of one chunk
 
 
 class LogChunk(BaseModel):
-    stream: Literal["stdout", "stderr"]
+    stream: Literal["stdout", "stderr", "markers"]  # markers: signed rank lines (log_markers)
     offset: int = Field(ge=0, lt=2**62, description="byte offset of this text in its stream")
     text: CleanText(MAX_LOG_CHUNK)
 
@@ -108,6 +138,7 @@ class LogChunk(BaseModel):
 class LogBatch(BaseModel):
     chunks: list[LogChunk] = Field(default_factory=list, max_length=16)
     stage: Stage | None = None
+    eval_progress: EvalProgress | None = None  # with stage "evaluating"
 
 
 class LogReply(BaseModel):
@@ -136,6 +167,25 @@ def _typed_spec(spec: dict[str, SpecValue]) -> dict[str, SpecValue]:
     return spec
 
 
+# The trainer vocabularies a run may name (the server's tables: app/metrics/names.py VOCABULARIES;
+# "trl": TRL's names only). Left out, the server detects one from the keys the run sends.
+Vocabulary = Literal["trl", "verl", "openrlhf", "loop"]  # loop: a hand-written loop's spellings
+MAX_METRIC_MAP = 200
+
+
+def _one_key_per_name(mapping: dict[str, str] | None) -> dict[str, str] | None:
+    """A user mapping whose every key and name says something and whose names are distinct:
+    two keys read as one name would overwrite each other's points at every step."""
+    by_name: dict[str, str] = {}
+    for key, name in (mapping or {}).items():
+        if not key.strip() or not name.strip():
+            raise ValueError(f"{key!r}: {name!r}: a metric_map key and name cannot be blank")
+        if (other := by_name.setdefault(name.strip(), key)) != key:
+            raise ValueError(f"{other!r} and {key!r} both map to {name.strip()!r}: a name "
+                             "takes one key")
+    return mapping
+
+
 class ExternalRunIn(BaseModel):
     """``POST /api/runs`` for a run trained outside the Deck: nothing is queued; the reply's
     token is the run token the report endpoints take (metrics, control, finished)."""
@@ -152,6 +202,14 @@ class ExternalRunIn(BaseModel):
     group: Text(33, min_length=1) | None = Field(
         None, description="runs reported together (one experiment); stored as tag group:NAME")
     alerts: AlertRules | None = None
+    # How the run's metric keys are read (both optional; an older server refuses them, so a
+    # client leaves them out unless asked): the user's key -> canonical name mapping, applied
+    # to every batch on top of the trainer vocabulary (detected unless named here).
+    metric_map: Annotated[dict[Text(1_000), Text(200)], Field(max_length=MAX_METRIC_MAP),
+                          AfterValidator(_one_key_per_name)] | None = Field(
+        None, description="log key -> canonical name, e.g. {\"mean_reward\": \"reward\"}")
+    vocabulary: Vocabulary | None = Field(
+        None, description="the trainer whose names the run sends; detected when left out")
 
 
 class ExternalRunOut(BaseModel):

@@ -4,6 +4,7 @@ delays only itself, and a digest when many runs alert at once."""
 
 from __future__ import annotations
 
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -148,5 +149,27 @@ def test_send_test_alert_from_the_settings_page(
         sender.close()
     assert "test alert" in receiver.bodies("/apprise")[0]["title"]
     page = client.get("/settings/alerts").text
-    assert "<td>sent</td>" in page and f"json://127.0.0.1:{receiver.port}/***" in page
+    assert '<td class="delivery-status">delivered</td>' in page and f"json://127.0.0.1:{receiver.port}/***" in page
     assert "/apprise" not in page  # the saved URL is shown masked: scheme and host only
+
+
+def test_a_test_alert_turns_delivered_on_the_settings_page_without_a_reload(
+        client: TestClient, alert_env, receiver: HttpReceiver) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34: the inline answer showed "pending" forever; the table now polls itself while
+    a test waits and stops once none does."""
+    alert_env(alert_urls=receiver.url("/apprise", "json"))
+    inline = client.post("/settings/alerts/test", headers={"HX-Request": "true"}).text
+    table = BeautifulSoup(inline, "html.parser").select_one("#test-deliveries")
+    assert table is not None and table.get("hx-get") == "/settings/alerts/_tests"
+    assert table.get("hx-target") == "this"  # not the enclosing form's target
+    assert [td.text for td in table.select(".delivery-status")] == ["pending"]
+    sender = Sender("test-sender")
+    try:
+        send_until(sender, lambda: delivered("sent"))
+    finally:
+        sender.close()
+    polled = BeautifulSoup(client.get("/settings/alerts/_tests").text, "html.parser")
+    fragment = polled.select_one("#test-deliveries")
+    assert fragment is not None and [td.text for td in fragment.select(".delivery-status")] == [
+        "delivered"]
+    assert fragment.get("hx-trigger") is None  # nothing waits: polling stops

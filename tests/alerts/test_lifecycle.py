@@ -10,7 +10,8 @@ from sqlalchemy import select
 
 from app.alerts.models import Delivery
 from app.core.db import get_sessionmaker
-from app.health.watch import check_live_runs
+from app.diagnostics.model import severity_rank
+from app.ingest.watch import check_live_runs
 from app.runs.models import Run
 from tests.alerts.helpers import alerts, finish, healthy, report, start_run, zero_spread
 
@@ -215,6 +216,57 @@ def test_a_finding_confirmed_only_when_the_run_ends_is_still_messaged_once(
     assert [j.event for j in written] == ["found_at_end"]
     text = written[0].payload["text"]
     assert "found when the run ended" in text and "zero reward spread" in text
+
+
+def test_an_info_alert_opened_during_the_run_and_found_again_at_its_end_stays_one_alert(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    """A run whose rules care about info: the zero-spread finding, shown as info while it is
+    being confirmed, opens an info alert; the final evaluation shows it at its raw severity
+    (warning). That is the alert already open ("already seen" at the end), resolved with the
+    run, never a second, found-at-end alert for the same condition (issue 31)."""
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client, alerts={"min_severity": "info"})
+    report(client, run_id, headers, zero_spread(range(1, 41), frac=0.9), batch=40)
+    (opened,) = [a for a in alerts(client, run_id=run_id)
+                 if a["category"] == "zero_reward_spread"]  # (beside an info dead component)
+    assert (opened["severity"], opened["state"]) == ("info", "open")
+    finish(client, run_id, headers)
+    spread = [a for a in alerts(client, run_id=run_id) if a["category"] == "zero_reward_spread"]
+    assert [(a["id"], a["state"], a["resolved_reason"]) for a in spread] == [
+        (opened["id"], "resolved", "run succeeded")]
+    # the final severity is recorded on the same alert (issue 34: one severity with the run
+    # page), not messaged again
+    assert [(h["event"], h["severity"]) for h in spread[0]["history"]] == [
+        ("opened", "info"), ("escalated", "warning"), ("resolved", None)]
+    assert [p["event"] for j in jobs(run_id) for p in j.payload["alerts"]
+            if p["id"] == opened["id"]] == ["opened", "resolved"]
+
+
+def _finding_severities(client: TestClient, run_id: int) -> dict[str, str]:
+    """The worst severity per category the run page shows (active and resolved findings)."""
+    reply = client.get(f"/api/runs/{run_id}/findings", params={"include_resolved": "true"})
+    worst: dict[str, str] = {}
+    for f in reply.json()["findings"]:
+        worst[f["category"]] = max(worst.get(f["category"], f["severity"]), f["severity"],
+                                   key=severity_rank)
+    return worst
+
+
+def test_an_alert_reads_the_severity_its_finding_shows_on_the_run_page(
+        client: TestClient, alert_env) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34: a finding the final evaluation showed at a higher severity read critical on
+    the run page and warning on /alerts. One source: the alert takes its finding's severity."""
+    alert_env(alert_urls=HOOK)
+    run_id, headers = start_run(client, alerts={"min_severity": "info"})
+    report(client, run_id, headers, zero_spread(range(1, 41), frac=0.9), batch=40)
+    finish(client, run_id, headers)
+    shown = _finding_severities(client, run_id)
+    found = alerts(client, run_id=run_id)
+    assert found and all(a["severity"] == shown[a["category"]] for a in found), (found, shown)
+    page = client.get("/alerts", params={"state": "all", "run": run_id}).text
+    for a in found:
+        badge = page.split(f'id="alert-{a["id"]}"', 1)[1].split("sev-badge", 1)[1][:60]
+        assert f'sev-{shown[a["category"]]}"' in badge, badge
 
 
 def _external_run(client: TestClient) -> tuple[int, dict[str, str]]:

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from app.core.db import get_engine, get_sessionmaker
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.runs import service
 from app.runs.service import get_run_for_update
 from grpodeck.contract.spec import RunSpec

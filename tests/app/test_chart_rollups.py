@@ -15,9 +15,17 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.core.db import get_sessionmaker
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.metrics.models import InboxStep, MetricPoint, MetricRollup
-from app.metrics.rollups import FACTOR, LEVELS, catch_up, chart_data
+from app.metrics.rollups import (
+    BUCKET_WEIGHT,
+    FACTOR,
+    LEVELS,
+    catch_up,
+    chart_data,
+    merge_factor,
+    pick_level,
+)
 from app.runs.models import Run
 from app.runs.service import get_run_for_update
 from tests.app.conftest import running_run
@@ -103,12 +111,13 @@ def test_a_long_run_is_drawn_from_a_coarse_level_and_zoom_reads_the_finer_one(
         run = db.get(Run, run_id)
         assert run is not None
         whole = chart_data(db, run, max_points=300)
-    assert whole.level == 2 and whole.width == 256 and whole.last_step == 30_000
-    assert all(len(s.steps) <= 300 for s in whole.series.values())
+    # level 2 (118 buckets of 256 steps) weighs 472 raw points: two buckets are drawn as one
+    assert whole.level == 2 and whole.width == 512 and whole.last_step == 30_000
+    assert all(len(s.steps) * BUCKET_WEIGHT <= 300 + BUCKET_WEIGHT for s in whole.series.values())
     reward = whole.series["reward"]
     assert max(reward.highs or []) == 7.0 + 0.1 * math.sin(12_345 / 50)  # the spike: in the band
     assert max(reward.values) < 1  # the line is the buckets' means, not their extremes
-    assert reward.counts == [255, *[256] * (len(reward.counts or []) - 2), 30_000 % 256 + 1]
+    assert reward.counts == [511, *[512] * (len(reward.counts or []) - 2), 30_000 % 512 + 1]
     assert any(math.isnan(v) for v in whole.series["loss"].values)  # the NaN keeps a marker
 
     reply = client.get(f"/api/runs/{run_id}/chart",
@@ -123,6 +132,47 @@ def test_a_long_run_is_drawn_from_a_coarse_level_and_zoom_reads_the_finer_one(
                                                          "max_points": 2_000}).json()
     assert mid["level"] == 1  # whole buckets: the last one may reach past the range's end
     assert max(mid["series"]["reward"]["steps"]) <= 10_000 + mid["width"] - 1
+
+
+def test_joined_buckets_are_the_min_max_mean_and_count_of_their_steps(
+        client: TestClient) -> None:
+    """A 10k-step run at the page's budget: level 1's 625 buckets are drawn two by two, and
+    each drawn bucket is exactly its 32 steps (a NaN keeps its marker)."""
+    run_id, _ = running_run(client)
+    value = {s: math.cos(s / 7) * (1 + s % 5) for s in range(1, 10_001)}
+    rows = [(s, {"reward": math.nan if s == 4_444 else v}) for s, v in value.items()]
+    _receive(run_id, rows)
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None
+        data = chart_data(db, run, max_points=2_000)
+    assert (data.level, data.width) == (1, 32)
+    reward = data.series["reward"]
+    drawn = [p for p in zip(reward.steps, reward.values, reward.lows or [], reward.highs or [],
+                            reward.counts or [], strict=True) if not math.isnan(p[1])]
+    assert len(drawn) == 313  # ceil(10_001 / 32) buckets, aligned at step 0
+    for k, (_, mean, low, high, count) in enumerate(drawn):
+        steps = [s for s in range(k * 32, k * 32 + 32) if s in value and s != 4_444]
+        assert count == len(steps)
+        assert (low, high) == (min(value[s] for s in steps), max(value[s] for s in steps))
+        assert math.isclose(mean, sum(value[s] for s in steps) / len(steps))
+    means = dict(zip(reward.steps, reward.values, strict=True))
+    assert math.isnan(means[4_444])
+
+
+def test_no_run_length_draws_more_buckets_than_its_page_budget_weighs() -> None:
+    """The page of a 10k-step run weighed more than a 100k-step one: what is drawn is bounded
+    by ``max_points`` raw points' worth at every length, and never coarser than it must be."""
+    for budget in (300, 2_000):
+        for steps in (1_000, 2_001, 5_000, 10_000, 16_000, 31_999, 100_000, 1_000_000):
+            level = pick_level(steps, budget)
+            if level == 0:
+                continue
+            merge = merge_factor(steps, level, budget)
+            drawn = math.ceil(steps / (FACTOR ** level * merge))
+            assert drawn * BUCKET_WEIGHT <= budget + BUCKET_WEIGHT, (budget, steps)
+            assert merge <= 2 and (merge == 1 or math.ceil(steps / FACTOR ** level)
+                                   * BUCKET_WEIGHT > budget), (budget, steps)
 
 
 def test_the_chart_endpoint_says_what_is_wrong(client: TestClient) -> None:

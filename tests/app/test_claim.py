@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
-from app.health.watch import check_live_runs
+from app.ingest.watch import check_live_runs
 from app.runs.models import Run
 from tests.app.conftest import SPEC, claim, queued_run, running_run
 

@@ -152,3 +152,46 @@ def test_a_deleted_run_stops_the_live_comparison_with_the_reason(client: TestCli
     assert gone.status_code == 286  # htmx cancels the polling on this status
     cards = one(gone.text, "#compare-runs")
     assert f"run(s) {b} not found" in cards.get_text() and not cards.has_attr("hx-trigger")
+
+
+def test_the_live_fragment_renders_the_readers_chart_settings(client: TestClient) -> None:
+    """static/compare.js sends smooth/log/x with each poll: the fragment's controls show them,
+    so a refresh never snaps a slider or a checkbox back to its default."""
+    a, _ = reporting_live(client, 3, name="kept-a")
+    b, _ = reporting_live(client, 3, name="kept-b")
+    settings = "smooth=reward:0.6,kl:0&log=kl&x=percent"
+    page = client.get(f"/runs/compare?ids={a},{b}&metrics=reward,kl&{settings}")
+    live_url = one(page.text, "#compare-runs")["hx-get"]
+    assert "smooth" not in live_url  # the script adds the current settings to each poll
+    for text in (page.text, client.get(f"{live_url}&{settings}").text):
+        charts = one(text, "#compare-charts")
+        assert [s["value"] for s in charts.select("input.compare-smoothing")] == ["0.6", "0"]
+        assert [o.get_text() for o in charts.select("output")] == ["0.6", "0"]
+        assert [c.has_attr("checked") for c in charts.select("input.compare-log")] == [False, True]
+    assert one(page.text, "#compare-x option[selected]")["value"] == "percent"
+    plain = one(client.get(live_url).text, "#compare-charts")
+    assert [s["value"] for s in plain.select("input.compare-smoothing")] == ["0", "0"]
+
+
+def test_bad_chart_settings_are_refused_with_the_reason(client: TestClient) -> None:
+    a, _ = reporting_live(client, 2, name="bad-a")
+    b, _ = reporting_live(client, 2, name="bad-b")
+    for query, words in (("smooth=reward:2", "smooth must be"), ("smooth=reward", "smooth must"),
+                         ("smooth=reward:nan", "smooth must"), ("x=sideways", "x must be one")):
+        for path in ("/runs/compare", "/runs/compare/_live"):
+            reply = client.get(f"{path}?ids={a},{b}&{query}")
+            assert reply.status_code == 400 and words in reply.json()["detail"], (path, query)
+
+
+def test_config_differences_fold_below_the_charts_without_raw_nulls(client: TestClient) -> None:
+    a, _ = reporting_live(client, 2, name="blank-a")
+    b, _ = reporting_live(client, 2, name="blank-b", eval_split="test", beta=0.1)
+    page = html(client.get(f"/runs/compare?ids={a},{b}").text)
+    order = [el.get("id") for el in page.select("#compare-charts, #compare-runs, #spec-diff-panel")]
+    assert order == ["compare-charts", "compare-runs", "spec-diff-panel"]
+    panel = page.select_one("#spec-diff-panel")
+    assert panel.name == "details" and not panel.has_attr("open")
+    rows = {tr.th.get_text(): [td.get_text() for td in tr.select("td")]
+            for tr in panel.select("#spec-diff tbody tr")}
+    assert rows == {"beta": ["0.04", "0.1"], "eval_split": ["not set", "test"]}
+    assert not [td for td in panel.select("td") if "null" in td.get_text()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from bench.simulated_logs import handwritten_stalled, verl_collapse
+from bench.simulated_logs import ODD_KEYS, handwritten_stalled, verl_collapse
 from tests.app.conftest import one
 
 
@@ -18,16 +18,16 @@ def upload(client: TestClient, name: str, text: str, mapping: str = "") -> int:
 
 
 def test_unknown_keys_make_an_unknown_run_with_its_reason(client: TestClient) -> None:
-    run_id = upload(client, "loop.log", handwritten_stalled())
+    run_id = upload(client, "loop.log", handwritten_stalled(keys=ODD_KEYS))
     body = client.get(f"/api/runs/{run_id}/findings").json()
     assert body["verdict"] == "unknown" and body["findings"] == []
     assert body["metrics"] == [] and body["unchecked"]["stalled"] == "reward"
-    assert body["reason"] == "no reward metric among: KL_ref, Loss, Reward"
+    assert body["reason"] == "no reward metric among: Div, Obj, Score"
     listed = client.get("/api/runs", params={"verdict": "unknown"}).json()
     assert [r["id"] for r in listed] == [run_id]
     page = client.get(f"/runs/{run_id}").text
     assert one(page, "#run-verdict").get_text() == "unknown"
-    assert "no reward metric among: KL_ref, Loss, Reward" in one(page, "#coverage-reason").text
+    assert "no reward metric among: Div, Obj, Score" in one(page, "#coverage-reason").text
 
 
 def test_the_run_page_and_api_say_what_was_checked_and_what_not(client: TestClient) -> None:
@@ -46,12 +46,12 @@ def test_the_run_page_and_api_say_what_was_checked_and_what_not(client: TestClie
 
 
 def test_the_import_form_takes_a_key_mapping(client: TestClient) -> None:
-    run_id = upload(client, "loop.log", handwritten_stalled(), "Reward=reward, KL_ref=kl")
+    run_id = upload(client, "loop.log", handwritten_stalled(keys=ODD_KEYS), "Score=reward, Div=kl")
     body = client.get(f"/api/runs/{run_id}/findings").json()
     assert body["verdict"] == "warning" and body["metrics"] == ["kl", "reward"]
     assert "stalled" in {f["category"] for f in body["findings"]}
     run = client.get(f"/api/runs/{run_id}").json()
-    assert run["spec"]["mapping"] == "KL_ref=kl, Reward=reward"
+    assert run["spec"]["mapping"] == "Div=kl, Score=reward"
 
 
 def test_a_malformed_mapping_is_a_field_error(client: TestClient) -> None:

@@ -49,3 +49,30 @@ def test_an_existing_world_readable_database_is_made_private(tmp_path: Path,
     db.chmod(0o644)
     make_engine(f"sqlite:///{db}").dispose()
     assert mode(db) == 0o600
+
+
+def test_an_existing_data_home_is_made_0700_and_another_folder_left_alone(
+        tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: a ``var/`` that already existed (made by hand, or by an older version) stayed
+    0755 around the database, the broker and the run folders. A folder the user chose for the
+    database (their home folder) is theirs: its mode is not changed."""
+    home, elsewhere = tmp_path / "var", tmp_path / "mine"
+    for folder in (home, elsewhere):
+        folder.mkdir(mode=0o755)
+        folder.chmod(0o755)
+    monkeypatch.setenv("GRPODECK_HOME", str(home))
+    make_engine(f"sqlite:///{home / 'grpodeck.db'}").dispose()
+    make_engine(f"sqlite:///{elsewhere / 'grpodeck.db'}").dispose()
+    assert mode(home) == 0o700 and mode(elsewhere) == 0o755
+
+
+def test_the_embedded_broker_makes_an_existing_data_home_0700(
+        tmp_path: Path, open_umask: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grpodeck.contract.tasks import private_broker_file
+
+    home = tmp_path / "var"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    monkeypatch.setenv("GRPODECK_HOME", str(home))
+    private_broker_file(f"sqla+sqlite:///{home / 'broker.db'}")
+    assert mode(home) == 0o700 and mode(home / "broker.db") == 0o600

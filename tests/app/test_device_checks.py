@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.config import get_settings
-from app.runs import capabilities
+from app.launch import capabilities
 from tests.app.conftest import one
 from tests.app.test_clone import submitted
 from tests.conftest import tiny_spec

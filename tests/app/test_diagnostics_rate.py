@@ -11,7 +11,7 @@ from sqlalchemy import inspect, select
 from app.core import config
 from app.core.db import get_engine, get_sessionmaker
 from app.health.models import DiagnosticsRecord
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.runs.service import get_run_for_update
 from grpodeck.contract.wire import MetricRow
 from tests.app.conftest import running_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from app.runs.form import validate_form
+from app.launch.form import validate_form
 from tests.app.conftest import html, one
 
 BASE = {"name": "f", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from schemathesis import GenerationMode
 
 from tests.app.conftest import running_run
 
-FUZZ = settings(max_examples=80, deadline=None, database=None,
+# GRPODECK_FUZZ_EXAMPLES=3000 for a long hunt (~3 min); CI's 80 keep the module under a minute.
+FUZZ = settings(max_examples=int(os.environ.get("GRPODECK_FUZZ_EXAMPLES", "80")), deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 
 # Values JSON parsers accept (Python's json.loads reads NaN, Infinity and 1e400 -> inf) that
@@ -121,3 +123,113 @@ def test_non_finite_and_huge_values_in_json_bodies_never_answer_5xx(app) -> None
         no_5xx(response, f"POST {url} {raw[:300]!r}")
 
     fuzz()
+
+
+# Integer edges of the columns behind the API: every run plants each into every integer a
+# generated request carries (issue 33: ``pid`` 2**31 was a PostgreSQL 500, found only by chance).
+INT_EDGES = [2**31 - 1, 2**31, -(2**31) - 1, 2**63 - 1, 2**63, -(2**63) - 1]
+# Free-form JSON (a spec's params, a metric's value) is stored as JSON or a float, and path ids
+# are looked up only when a column holds them (``storable_id``): a 404, never a database error.
+UNBOUNDED_BY_DESIGN = ("body.spec{}", "body.spec{}[]", "body.rows[].metrics{}")
+
+
+def integer_fields(openapi: dict[str, Any]) -> list[tuple[str, str, Any, Any]]:
+    """(operation, where, minimum, maximum) of every integer a request body or query takes."""
+    components = openapi.get("components", {}).get("schemas", {})
+    found: list[tuple[str, str, Any, Any]] = []
+
+    def walk(schema: Any, op: str, where: str, seen: tuple[str, ...] = ()) -> None:
+        if not isinstance(schema, dict):
+            return
+        if "$ref" in schema:
+            name = schema["$ref"].split("/")[-1]
+            if name not in seen:
+                walk(components[name], op, where, (*seen, name))
+            return
+        if schema.get("type") == "integer":
+            found.append((op, where, schema.get("minimum", schema.get("exclusiveMinimum")),
+                          schema.get("maximum", schema.get("exclusiveMaximum"))))
+        for key in ("anyOf", "oneOf", "allOf"):
+            for sub in schema.get(key, []):
+                walk(sub, op, where, seen)
+        for key, sub in schema.get("properties", {}).items():
+            walk(sub, op, f"{where}.{key}", seen)
+        walk(schema.get("items"), op, f"{where}[]", seen)
+        walk(schema.get("additionalProperties"), op, f"{where}{{}}", seen)
+
+    for path, operations in openapi["paths"].items():
+        for method, operation in operations.items():
+            op = f"{method.upper()} {path}"
+            for param in operation.get("parameters", []):
+                if param.get("in") != "path":
+                    walk(param.get("schema"), op, f"{param['in']}.{param['name']}")
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                walk(content.get("schema"), op, "body")
+    return found
+
+
+def test_every_integer_the_api_takes_is_bounded(app) -> None:  # type: ignore[no-untyped-def]
+    fields = integer_fields(app.openapi())
+    assert any(where == "body.pid" for _, where, _, _ in fields)
+    unbounded = [(op, where) for op, where, low, high in fields
+                 if where not in UNBOUNDED_BY_DESIGN and (low is None or high is None
+                                                          or high > 2**63 - 1 or low < -(2**63))]
+    assert unbounded == []
+
+
+def int_leaves(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """The places in a JSON document that hold an integer."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [prefix]
+    items = value.items() if isinstance(value, dict) else (
+        enumerate(value) if isinstance(value, list) else [])
+    return [leaf for key, item in items for leaf in int_leaves(item, (*prefix, key))]
+
+
+def test_integer_edges_in_every_body_and_query_never_answer_5xx(app) -> None:  # type: ignore[no-untyped-def]
+    """Each generated request gets every edge in every integer it carries, body and query."""
+    client = TestClient(app, base_url=LOCAL)
+    run_id, headers = running_run(client)
+    schema = schema_of(app)
+    openapi = app.openapi()
+    operations = [schema[path][method.upper()] for path, ops in openapi["paths"].items()
+                  for method, op in ops.items()
+                  if method in ("get", "post", "put", "patch", "delete")
+                  and ("requestBody" in op or any(p.get("in") == "query"
+                                                  for p in op.get("parameters", [])))]
+    params = {"run_id": run_id}
+
+    @settings(max_examples=60, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def fuzz(data: Any) -> None:
+        operation = data.draw(st.sampled_from(operations))
+        names = {p["name"] for p in operation.definition.raw.get("parameters", [])
+                 if p.get("in") == "path"}
+        case = data.draw(operation.as_strategy(
+            GenerationMode.POSITIVE, path_parameters={k: v for k, v in params.items()
+                                                      if k in names}))
+        for edge in INT_EDGES:
+            body = case.body if isinstance(case.body, dict | list) else None
+            for leaf in int_leaves(body) if body is not None else []:
+                raw = json.dumps(planted(body, leaf, edge))
+                response = client.request(case.method, case.formatted_path, content=raw,
+                                          params=case.query,
+                                          headers={"content-type": "application/json", **headers})
+                no_5xx(response, f"{case.method} {case.formatted_path} {raw[:300]}")
+            for key, value in (case.query or {}).items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    response = client.request(case.method, case.formatted_path,
+                                              params={**case.query, key: edge}, headers=headers)
+                    no_5xx(response, f"{case.method} {case.formatted_path} ?{key}={edge}")
+
+    fuzz()
+
+
+def test_a_heartbeat_pid_past_its_column_is_a_422(app) -> None:  # type: ignore[no-untyped-def]
+    client = TestClient(app, base_url=LOCAL)
+    for pid, code in ((2**31, 422), (2**63, 422), (2**31 - 1, 204)):
+        reply = client.post("/api/workers/heartbeat", json={"name": "w", "pid": pid})
+        assert reply.status_code == code, reply.text

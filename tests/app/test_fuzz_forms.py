@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.runs.form import NUMBER_FIELDS, REWARD_ROWS, TEXT_FIELDS
+from app.launch.form import NUMBER_FIELDS, REWARD_ROWS, TEXT_FIELDS
 
 FUZZ = settings(max_examples=60, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))

@@ -12,7 +12,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from app.health.watch import check_live_runs
+from app.ingest.watch import check_live_runs
 from tests.app.conftest import html, one, running_run
 from tests.conftest import trainer_state
 
@@ -78,6 +78,7 @@ def test_healthy_run_stays_healthy(client: TestClient) -> None:
         post(client, run_id, headers, batch[start:start + 10])
     body = findings(client, run_id, include_resolved=True)
     coverage = {k: body.pop(k) for k in ("metrics", "unchecked", "reason")}
+    assert (body.pop("read_as"), body.pop("vocabulary")) == ({}, None)  # TRL names: no renames
     assert body == {"run_id": run_id, "verdict": "healthy", "verdict_text": "healthy",
                     "findings": []}
     assert "reward" in coverage["metrics"] and coverage["reason"] is None

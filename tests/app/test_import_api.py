@@ -98,7 +98,7 @@ def test_an_archive_that_unpacks_to_far_more_than_it_weighs_is_refused(
         client: TestClient) -> None:
     bomb = _tar({"run/trainer_state.json": STATE, "run/zeros.log": b"\0" * 20_000_000})
     reply = client.post("/api/imports", files={"archive": ("run.tar.gz", bomb)})
-    assert reply.status_code == 422 and "50x" in reply.json()["detail"], reply.text
+    assert reply.status_code == 413 and "50x" in reply.json()["detail"], reply.text
 
 
 def test_an_upload_gets_the_upload_limit_not_the_json_one(client: TestClient,

@@ -11,7 +11,7 @@ import pandas as pd
 from fastapi.testclient import TestClient
 
 from app.core.db import get_sessionmaker
-from app.runs.imports import import_log
+from app.imports.service import import_log
 
 
 def trl_output_dir(root: Path, repetitive_from: int = 999) -> Path:

@@ -1,7 +1,8 @@
 """Ingest stores a batch as one inbox row per step (``app/metrics/inbox.py``) and leaves the
-per-metric points and summaries to ``rollups.settle``: every reader must see a batch the moment
-its reply came back, as if it had been spread at once. One test per reader that reads the
-points or summaries, each with no other read before it (which would settle the run for it)."""
+per-metric points and summaries to the background settler: every reader must see a batch the
+moment its reply came back, as if it had been spread at once, by merging the waiting steps
+(``app/metrics/waiting.py``). One test per reader that reads the points or summaries; no
+settler runs in these in-process tests, so every read here sees the steps still waiting."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from app.core.config import get_settings
 from app.core.db import get_sessionmaker
 from app.health import state_cache
 from app.health.models import DiagnosticsRecord
+from app.launch import smoke
+from app.listing.row_numbers import row_numbers
+from app.metrics import settler
 from app.metrics.models import InboxStep
-from app.runs import lifecycle, smoke
+from app.runs import lifecycle
 from app.runs.models import Run
-from app.runs.row_numbers import row_numbers
 from tests.app.conftest import running_run
 
 
@@ -41,12 +44,18 @@ def _waiting(run_id: int) -> int:
                          .where(InboxStep.run_id == run_id)) or 0
 
 
-def test_a_batch_waits_in_the_inbox_until_something_reads_it(client: TestClient) -> None:
+def test_a_batch_waits_in_the_inbox_until_the_settler_spreads_it(client: TestClient) -> None:
+    """A read sees the waiting steps but leaves them waiting (it never takes the run's write
+    lock); the settler's pass spreads them, and the chart reads the same."""
     run_id, headers = running_run(client)
     _post(client, run_id, headers, _rows(range(1, 6)))
     assert _waiting(run_id) == 5  # stored as received: one row per step
-    client.get(f"/api/runs/{run_id}/chart")
+    before = client.get(f"/api/runs/{run_id}/chart").json()
+    assert before["series"]["reward"]["steps"] == [1, 2, 3, 4, 5] and before["last_step"] == 5
+    assert _waiting(run_id) == 5
+    assert settler.settle_all(get_sessionmaker()) == 1
     assert _waiting(run_id) == 0
+    assert client.get(f"/api/runs/{run_id}/chart").json() == before
 
 
 def test_a_live_chart_polling_after_a_step_gets_the_latest_batch(client: TestClient) -> None:
@@ -153,3 +162,24 @@ def test_the_wal_is_checkpointed_after_a_batch_not_by_its_commit(
     monkeypatch.setattr(db_module, "_last_checkpoint", [0.0])  # due
     _post(client, run_id, headers, _rows(range(8001, 8003), **wide))
     assert database.stat().st_size > before + 3_000_000  # copied in after that reply
+
+
+def test_a_summarised_chart_counts_the_waiting_steps_as_the_settled_one_does(
+        client: TestClient) -> None:
+    """A chart above level 0 folds the waiting steps into buckets in memory: its buckets hold
+    the same counts, extremes and means as the summaries the settler then writes."""
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, _rows(range(1, 1001)))
+    with get_sessionmaker()() as db:
+        settler.settle_run(db, run_id)  # the first 1,000 steps settled, the next 700 waiting
+    _post(client, run_id, headers, _rows(range(1001, 1701)))
+    assert _waiting(run_id) == 700
+    url = f"/api/runs/{run_id}/chart?names=reward&max_points=300"
+    waiting = client.get(url).json()
+    settler.settle_all(get_sessionmaker())
+    settled = client.get(url).json()
+    assert waiting["level"] == settled["level"] >= 1 and waiting["last_step"] == 1700
+    before, after = waiting["series"]["reward"], settled["series"]["reward"]
+    assert sum(before["n"]) == sum(after["n"]) == 1700
+    assert (before["n"], before["min"], before["max"]) == (after["n"], after["min"], after["max"])
+    assert all(math.isclose(a, b) for a, b in zip(before["values"], after["values"], strict=True))

@@ -31,6 +31,18 @@ def test_malformed_json_is_a_422_that_says_where(client: TestClient) -> None:
     assert error["type"] == "json_invalid" and error["loc"][0] == "body"
 
 
+def test_bytes_that_are_not_utf8_are_a_422_not_a_500(client: TestClient) -> None:
+    """json.loads guesses UTF-16/32 from NUL bytes and raises UnicodeDecodeError, not a
+    JSONDecodeError (found by the schema fuzzer, issue 33's CI run)."""
+    run_id, headers = running_run(client)
+    for body in (b"\x00\x00\x00{\x00", b"\xb0", b"{\"rows\": [\x88]}"):
+        reply = client.post(f"/api/runs/{run_id}/metrics", content=body,
+                            headers={**headers, "Content-Type": "application/json"})
+        assert reply.status_code == 422, (body, reply.status_code)
+        (error,) = reply.json()["detail"]
+        assert error["type"] == "json_invalid" and error["loc"][0] == "body"
+
+
 def test_non_finite_and_overflowing_numbers_are_taken_as_before(client: TestClient) -> None:
     run_id, headers = running_run(client)
     reply = _raw(client, run_id, headers, '{"rows": [{"step": 1, "metrics": {"a": NaN, '

@@ -53,6 +53,7 @@ def test_claim_reply_and_worker_fields(client: TestClient) -> None:
     assert reply.status_code == 200
     body = reply.json()
     assert body.pop("token") != ticket
+    assert len(body.pop("marker_key")) >= 32  # signs the rank lines the Devices panel believes
     assert body == {"stop": False, "reason": None, "status": "running"}
 
 

@@ -136,6 +136,19 @@ def test_resending_a_step_replaces_it(client: TestClient, run_with_rollouts) -> 
     assert series["rollouts/identical_group_frac"]["values"] == [0.5, 0.0]
 
 
+def test_a_step_sent_twice_in_one_batch_keeps_its_last_groups(client: TestClient) -> None:
+    """The batch's steps are replaced with one DELETE: a step twice in it must not insert its
+    groups twice (the unique key would refuse the whole batch)."""
+    run_id, headers = running_run(client)
+    again = {"step": 1, "groups": [{"index": 0, "prompt": "Later", "completions": [
+        completion("later answer", 1.0, 0.0)]}]}
+    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                        json={"rows": [], "rollouts": [step_payload(1), again, step_payload(2)]})
+    assert reply.status_code == 200, reply.text
+    assert [g["prompt"] for g in get(client, run_id, step=1)["groups"]] == ["Later"]
+    assert len(get(client, run_id, step=2)["groups"]) == 4
+
+
 def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.core.config import get_settings
 

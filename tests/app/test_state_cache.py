@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.core.db import get_sessionmaker
 from app.health import state_cache
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.runs.models import Run
 from app.runs.service import get_run_for_update
 from grpodeck.contract.wire import MetricRow

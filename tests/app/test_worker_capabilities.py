@@ -1,4 +1,4 @@
-"""use_vllm is offered only where a worker reported a CUDA GPU and vllm (app.runs.capabilities):
+"""use_vllm is offered only where a worker reported a CUDA GPU and vllm (app.launch.capabilities):
 elsewhere the form says why in one line and the API refuses it with a 422 saying why.
 
 The workers' reports travel by Celery remote control, which needs a broker with fanout: on the
@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from app.core import config as config_module
 from app.core.config import get_settings
-from app.runs import capabilities
+from app.launch import capabilities
 from tests.app.conftest import one
 from tests.app.test_clone import submitted
 from tests.conftest import tiny_spec

@@ -107,3 +107,16 @@ def test_retry_after_reads_seconds_and_dates_and_bounds_them() -> None:
     assert retry_after(reply("86400")) == MAX_WAIT_SECONDS
     assert retry_after(reply("-3")) == 0
     assert retry_after(reply("soon")) is None and retry_after(reply(None)) is None
+
+
+@pytest.mark.parametrize(("options", "says"), [
+    ({"metric_map": {"acc": "reward", "score": "reward"}}, "both map to 'reward'"),
+    ({"vocabulary": "deepspeed"}, "vocabulary"),
+])
+def test_a_bad_reading_is_refused_at_init_before_anything_is_sent(options: dict,  # type: ignore[type-arg]
+                                                                  says: str,
+                                                                  tmp_path: Path) -> None:
+    from grpodeck.client import DeckRefused, init
+
+    with pytest.raises(DeckRefused, match=says):  # port 9 (discard) would be unreachable
+        init("http://127.0.0.1:9", "bad-map", spool_dir=tmp_path, **options)

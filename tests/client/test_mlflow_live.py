@@ -41,6 +41,10 @@ def tracking(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     while mlflow.active_run() is not None:
         mlflow.end_run()
     mlflow.tracking.fluent._active_experiment_id = None  # set_experiment's memory
+    # set_experiment also exports MLFLOW_EXPERIMENT_ID; monkeypatch cannot undo a variable it
+    # only deleted while absent, and a later test's MLflow client would look it up
+    for name in ("MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID", "MLFLOW_RUN_ID"):
+        os.environ.pop(name, None)
 
 
 def series(stack: Stack, run_id: int, *names: str,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def _send(url: str, barrier, answers) -> None:  # type: ignore[no-untyped-def]
-    from app.runs.launcher import sender
+    from app.launch.launcher import sender
 
     barrier.wait()
     try:

@@ -13,7 +13,9 @@ from grpodeck.contract.log_markers import (
     parse_ranks,
     rank_failed_line,
     rank_line,
+    sign,
     slot_line,
+    verified,
 )
 
 
@@ -62,3 +64,14 @@ def test_forged_rank_lines_are_ignored() -> None:
 def test_a_huge_process_count_shows_only_the_first_ranks() -> None:
     ranks = parse_ranks(rank_line(70, 1000, 5) + rank_line(3, 1000, 5), 1000, shown=64)
     assert len(ranks) == 64 and ranks[3].step == 5 and 70 not in ranks
+
+
+def test_only_lines_signed_with_the_runs_key_are_verified() -> None:
+    key, other = "k" * 64, "o" * 64
+    signed = sign(key, rank_line(0, 2, 3) + rank_line(1, 2, 3))
+    assert verified(signed, key) == rank_line(0, 2, 3) + rank_line(1, 2, 3)
+    assert verified(signed, other) == ""  # another run's key
+    assert verified(signed, None) == ""  # a run claimed before markers were signed
+    assert verified(rank_line(0, 2, 3), key) == ""  # printed, unsigned
+    tampered = signed.replace("step 3", "step 9", 1)
+    assert verified(tampered, key) == rank_line(1, 2, 3)  # the signature covers the line

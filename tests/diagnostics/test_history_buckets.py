@@ -119,11 +119,11 @@ def test_two_rows_are_a_spike_three_are_a_level_shift() -> None:
 
 def test_no_spikes_before_enough_reference_values() -> None:
     h = MetricHistory()
-    h.add("kl", np.array([1, 2, 3, 4, 5, 6, 7]), np.array([1.0] * 6 + [50.0]))
-    assert h.all_episodes() == []  # 7 positive values: below the 8 needed
+    h.add("kl", np.arange(1, 9), np.array([1.0] * 7 + [50.0]))
+    assert h.all_episodes() == []  # 7 positive values before it: below the 8 needed
     g = MetricHistory()
-    g.add("kl", np.arange(1, 9), np.array([1.0] * 7 + [50.0]))
-    assert g.all_episodes() == [[8, 8, 1, 50.0, 8]]
+    g.add("kl", np.arange(1, 10), np.array([1.0] * 8 + [50.0]))
+    assert g.all_episodes() == [[9, 9, 1, 50.0, 9]]
 
 
 def test_zero_values_do_not_count_as_reference() -> None:
@@ -150,14 +150,14 @@ def test_an_episode_open_at_the_batch_end_continues_into_the_next() -> None:
 
 def test_old_episodes_are_dropped_but_counted() -> None:
     h = MetricHistory()
-    spikes = {10 + 4 * i: 50.0 for i in range(MAX_EPISODES + 3)}
-    spikes[10 + 4 * (MAX_EPISODES + 3)] = 50.0
-    spikes[11 + 4 * (MAX_EPISODES + 3)] = 50.0
-    spikes[12 + 4 * (MAX_EPISODES + 3)] = 50.0  # one sustained episode at the end
-    h.add("kl", *spiky(20 + 4 * (MAX_EPISODES + 4), spikes))
+    spikes = {10 + 8 * i: 50.0 for i in range(MAX_EPISODES + 3)}
+    spikes[10 + 8 * (MAX_EPISODES + 3)] = 50.0
+    spikes[11 + 8 * (MAX_EPISODES + 3)] = 50.0
+    spikes[12 + 8 * (MAX_EPISODES + 3)] = 50.0  # one sustained episode at the end
+    h.add("kl", *spiky(20 + 8 * (MAX_EPISODES + 4), spikes))
     assert len(h.episodes) == MAX_EPISODES
     assert h.n_isolated_closed == 4 and h.n_shift_closed == 0
-    assert h.episodes[-1][2] == 3 and h.episodes[0][0] == 10 + 4 * 4
+    assert h.episodes[-1][2] == 3 and h.episodes[0][0] == 10 + 8 * 4
 
 
 def test_json_round_trip_keeps_everything() -> None:

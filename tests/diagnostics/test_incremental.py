@@ -99,7 +99,7 @@ def test_state_stays_bounded(b):
 
 def test_first_step_persists_while_present(b):
     rows = scenarios(b)["stalled"]
-    st = DiagnosticsState.new()
+    st = DiagnosticsState.new(RunContext(is_live=True))
     firsts = []
     for i in range(0, len(rows), 50):
         d = st.update(rows[i:i + 50])

@@ -106,7 +106,7 @@ def test_the_guard_rail_leaves_unguarded_and_warning_runs_alone() -> None:
 @pytest.mark.parametrize("spikes,severity", [(1, "info"), (2, "info"), (3, "warning"),
                                              (4, "warning")])
 def test_grad_norm_spikes_warn_from_the_third(spikes: int, severity: str) -> None:
-    at = [6, 12, 18, 24][:spikes]
+    at = [10, 16, 22, 28][:spikes]  # each after the 8 values a spike is judged against
     heights = [40.0, 80.0, 60.0, 50.0][:spikes]
     d = diagnose(rows(grad=dict(zip(at, heights, strict=True))))
     (f,) = numerics(d)

@@ -101,7 +101,7 @@ def test_first_step_is_kept_while_a_finding_stays(monkeypatch) -> None:
         return [Finding("kl_spike", "warning", first["step"], view.last_step, "k", metric="kl")]
 
     monkeypatch.setattr(state, "DETECTORS", [moving])
-    st = DiagnosticsState.new()
+    st = DiagnosticsState.new(RunContext(is_live=True))
     st.update([(1, {"kl": 0.1})])
     first["step"] = 30
     assert st.update([(2, {"kl": 0.1})]).findings[0].first_step == 10
@@ -111,6 +111,8 @@ def test_first_step_is_kept_while_a_finding_stays(monkeypatch) -> None:
     assert st.first_seen == {}  # gone: a later return starts afresh
     monkeypatch.setattr(state, "DETECTORS", [moving])
     assert st.update([(4, {"kl": 0.1})]).findings[0].first_step == 30
+    first["step"] = 50  # once the run is over, the detectors' own onset stands (issue 31)
+    assert st.update([(5, {"kl": 0.1})], RunContext(is_live=False)).findings[0].first_step == 50
 
 
 def test_stalled_is_dropped_only_next_to_a_too_easy_zero_spread() -> None:

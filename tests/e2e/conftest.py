@@ -6,9 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Page
 
 from tests.stack import Stack
 
+DESK = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -30,3 +33,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture
+def desk(browser: Browser) -> Iterator[Page]:
+    """A page in a 1440x900 window (a module that needs more, e.g. axe's CSP bypass, has its
+    own)."""
+    context = browser.new_context(viewport=DESK)
+    yield context.new_page()
+    context.close()

@@ -3,17 +3,20 @@ step / time since start / % of run, and hiding a run (static/compare.js)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.runs import service
 from grpodeck.contract.spec import RunSpec
+from tests.e2e.test_pages_in_browser import serious_violations
 from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
@@ -170,3 +173,118 @@ def test_the_controls_survive_a_live_refresh(page: Page, live: Stack, ids: dict[
     assert page.evaluate(LAYOUT, "compare-2")["y"] == "log"
     expect(page.locator("#compare-smoothing-1")).to_have_value("0.5")
     expect(page.locator("#compare-log-2")).to_be_checked()
+
+
+COUNT_POLLS = ("() => { window.polls = 0; document.body.addEventListener('htmx:afterSettle',"
+               " (e) => { if (e.detail.elt.id === 'compare-runs') window.polls++; }); }")
+
+
+def live_comparison(page: Page, live: Stack, ids: dict[str, int], query: str = "") -> int:
+    """A comparison with a running run (so it polls every few seconds): its id."""
+    running, headers = reporting_run(live, "kept-live")
+    rows = [{"step": s, "metrics": {"reward": 0.1 * s, "kl": 0.01 * s}} for s in range(1, 6)]
+    reply = httpx.post(f"{live.url}/api/runs/{running}/metrics", json={"rows": rows},
+                       headers=headers, timeout=30)
+    assert reply.status_code == 200, reply.text
+    page.goto(f"{live.url}/runs/compare?ids={ids['calm']},{running}{query}")
+    expect(page.locator("#compare-1 .main-svg").first).to_be_visible()
+    return running
+
+
+def test_the_controls_are_kept_by_a_refresh_that_brings_no_new_points(
+        page: Page, live: Stack, ids: dict[str, int]) -> None:
+    """The poll swaps the controls even when the figure is unchanged (the chart is not redrawn):
+    they must come back as the reader left them, and the poll must carry them."""
+    polled: list[str] = []
+    page.on("request", lambda r: polled.append(r.url) if "/runs/compare/_live" in r.url else None)
+    live_comparison(page, live, ids)
+    slide(page, "#compare-smoothing-1", 0.7)
+    page.check("#compare-log-2")
+    page.wait_for_function("() => document.getElementById('compare-2').layout.yaxis.type === 'log'")
+    page.evaluate(COUNT_POLLS)
+    page.wait_for_function("() => window.polls >= 1", timeout=20_000)
+    expect(page.locator("#compare-smoothing-1")).to_have_value("0.7")
+    expect(page.locator("#compare-box-1 output")).to_have_text("0.7")
+    expect(page.locator("#compare-log-2")).to_be_checked()
+    expect(page.locator("#compare-log-1")).not_to_be_checked()
+    assert "smooth=reward%3A0.7" in polled[-1] and "log=kl" in polled[-1], polled[-1]
+    assert page.evaluate(LAYOUT, "compare-2")["y"] == "log"
+
+
+def test_the_controls_are_kept_by_a_reload_and_a_shared_link(
+        page: Page, live: Stack, ids: dict[str, int]) -> None:
+    running = live_comparison(page, live, ids)
+    slide(page, "#compare-smoothing-2", 0.5)
+    page.check("#compare-log-1")
+    page.select_option("#compare-x", "percent")
+    page.wait_for_function("() => location.search.includes('x=percent')")
+    assert "smooth=kl%3A0.5" in page.url and "log=reward" in page.url
+    page.reload()
+    expect(page.locator("#compare-1 .main-svg").first).to_be_visible()
+    expect(page.locator("#compare-smoothing-2")).to_have_value("0.5")
+    expect(page.locator("#compare-log-1")).to_be_checked()
+    expect(page.locator("#compare-x")).to_have_value("percent")
+    page.wait_for_function("() => document.getElementById('compare-1').layout.yaxis.type === 'log'")
+    kl = page.evaluate(TRACES, "compare-2")
+    assert line(kl, running, "smoothed-")["y"] == pytest.approx(
+        ema([0.01 * s for s in range(1, 6)], 0.5), rel=1e-12)
+    assert page.evaluate(LAYOUT, "compare-2")["x"].startswith("%")
+    slide(page, "#compare-smoothing-2", 0)  # back to the default: gone from the URL
+    page.wait_for_function("() => !location.search.includes('smooth=')")
+
+
+def stored_runs(live: Stack, prefix: str, count: int) -> list[int]:
+    """Queued runs straight in the stack's database (cheap: no worker, no metrics)."""
+    engine = make_engine(live.database_url)
+    try:
+        with Session(engine) as db:
+            runs = [service.create_run(db, spec=RunSpec(name=f"{prefix}-{i}"))[0]
+                    for i in range(count)]
+            db.commit()
+            return [r.id for r in runs]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("ticked, words", [(0, "Tick 2 to 8 runs"), (1, "(1 ticked)"),
+                                           (9, "At most 8 runs")])
+def test_compare_selected_answers_inline(page: Page, live: Stack, ticked: int,
+                                         words: str) -> None:
+    prefix = f"inline{ticked}"
+    runs = stored_runs(live, prefix, 9)
+    page.goto(f"{live.url}/runs?q={prefix}-")
+    for run_id in runs[:ticked]:
+        page.check(f'#run-row-{run_id} input[name="ids"]')
+    page.click("#compare-button")
+    expect(page.locator("#compare-message")).to_contain_text(words)
+    expect(page.locator("#compare-message")).to_be_visible()
+    assert "/runs/compare" not in page.url  # no navigation to the compare page's 400
+    if ticked:  # a valid choice then goes through
+        for run_id in runs[2:ticked]:
+            page.uncheck(f'#run-row-{run_id} input[name="ids"]')
+        if ticked == 1:
+            page.check(f'#run-row-{runs[1]} input[name="ids"]')
+        page.click("#compare-button")
+        expect(page).to_have_url(re.compile(r"/runs/compare\?ids="))
+
+
+@pytest.fixture
+def axe_page(browser: Browser) -> Iterator[Page]:
+    """axe is injected as a script: the page's CSP (script-src 'self') is bypassed for it."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, bypass_csp=True)
+    yield context.new_page()
+    context.close()
+
+
+def test_the_compare_page_and_the_inline_message_pass_axe(axe_page: Page, live: Stack,
+                                                          ids: dict[str, int]) -> None:
+    page = axe_page
+    open_compare(page, live, ids)
+    page.click("#spec-diff-panel summary")  # the folded differences, open
+    expect(page.locator("#spec-diff")).to_be_visible()
+    assert serious_violations(page) == []
+    stored_runs(live, "axe-inline", 2)
+    page.goto(f"{live.url}/runs?q=axe-inline-")
+    page.click("#compare-button")
+    expect(page.locator("#compare-message")).to_be_visible()
+    assert serious_violations(page) == []

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
-from app.metrics import pipeline
+from app.ingest import pipeline
 from app.runs import service
 from grpodeck.contract.spec import RunSpec
 from tests.diagnostics.conftest import healthy_cols, rows_from

@@ -5,7 +5,9 @@ never serves it. The context bypasses the app's CSP for that one injected script
 
 from __future__ import annotations
 
+import io
 import math
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -15,6 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from app.core.config import ROOT
+from tests.alerts.helpers import healthy, zero_spread
 from tests.app.test_rollouts import step_payload
 from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
@@ -41,6 +44,44 @@ def run_with_data(live: Stack) -> int:
     reply = httpx.post(f"{live.url}/api/runs/{run_id}/logs", json=log, headers=headers)
     assert reply.status_code == 200, reply.text  # a long unbroken line for the Logs tab
     return run_id
+
+
+def _tar(name: str, size: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = size
+        tar.addfile(info, io.BytesIO(b"x" * size))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def faded_pair(live: Stack) -> tuple[int, int]:
+    """Two runs whose findings opened and then resolved (faded items on the run page and on
+    /alerts?state=all), the second ended with saved artifacts (a wide table on a phone)."""
+    ids = []
+    for name in ("faded-one", "faded-two"):
+        run_id, headers = reporting_run(live, name=name, alerts={"min_severity": "info"})
+        rows = zero_spread(range(1, 61)) + healthy(range(61, 300))
+        for start in range(0, len(rows), 20):
+            reply = httpx.post(f"{live.url}/api/runs/{run_id}/metrics",
+                               json={"rows": rows[start:start + 20]}, headers=headers)
+            assert reply.status_code == 200, reply.text
+        ids.append((run_id, headers))
+    (first, _), (second, headers) = ids
+    for name, kind, step in (("checkpoint-1.tar", "checkpoint", 1),
+                             ("final-model.tar", "model", 2),
+                             ("trainer_state.json", "trainer_state", 2)):  # what a run saves
+        body = _tar("model.safetensors", 123_456) if name.endswith(".tar") else b"{}"
+        reply = httpx.post(f"{live.url}/api/runs/{second}/artifacts", headers=headers,
+                           params={"name": name, "kind": kind, "step": step}, content=body)
+        assert reply.status_code == 201, reply.text
+    reply = httpx.post(f"{live.url}/api/runs/{second}/finished", json={"returncode": 0},
+                       headers=headers)
+    assert reply.status_code == 200, reply.text
+    resolved = httpx.get(f"{live.url}/api/alerts", params={"state": "resolved"}).json()
+    assert {a["run_id"] for a in resolved} >= {first, second}  # faded items on both pages
+    return first, second
 
 
 @pytest.fixture
@@ -112,6 +153,26 @@ def test_phone_layout_has_no_horizontal_scroll(phone: Page, live: Stack, run_wit
     page.screenshot(path=str(SHOTS / "pages-after-form-390.png"), full_page=True)
 
 
+def test_a_phone_never_scrolls_sideways_and_its_targets_are_24_px(
+        phone: Page, live: Stack, faded_pair: tuple[int, int]) -> None:
+    """Issue 34: the artifacts page was 432 px wide at 390; nav links and finding summaries
+    were 16-19 px tall."""
+    page = phone
+    one, two = faded_pair
+    for path in (f"/runs/{two}/artifacts", f"/runs/{one}", "/alerts?state=all", "/runs",
+                 "/runs/new", f"/runs/compare?ids={one},{two}", f"/runs/{one}/rollouts"):
+        page.goto(live.url + path)
+        page.wait_for_load_state("networkidle")
+        no_horizontal_scroll(page)
+        small = page.evaluate("""() => [...document.querySelectorAll(
+                'header nav a, header nav button, header .brand, .findings summary')]
+            .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height < 24)
+            .map(e => e.textContent.trim().slice(0, 30))""")
+        assert small == [], (path, small)
+    page.goto(f"{live.url}/runs/{two}/artifacts")
+    expect(page.locator("#artifacts tbody tr")).to_have_count(3)
+
+
 def test_rollout_filters_live_in_the_url(desk: Page, live: Stack, run_with_data: int) -> None:
     page = desk
     base = f"{live.url}/runs/{run_with_data}/rollouts"
@@ -145,13 +206,19 @@ def test_rollout_filters_live_in_the_url(desk: Page, live: Stack, run_with_data:
     expect(card.locator("pre.preview")).to_be_hidden()
 
 
-def test_axe_finds_no_serious_violations(desk: Page, live: Stack, run_with_data: int) -> None:
+def test_axe_finds_no_serious_violations(desk: Page, live: Stack, run_with_data: int,
+                                        faded_pair: tuple[int, int]) -> None:
+    """Resolved findings and alerts included (issue 34: faded by opacity, they failed colour
+    contrast: 5 serious on the run page, 888 on /alerts?state=all)."""
     page = desk
     problems = {}
+    one, two = faded_pair
     for path in ("/runs", f"/runs/{run_with_data}", "/runs/new",
                  f"/runs/{run_with_data}/rollouts", f"/runs/{run_with_data}/logs",
                  "/runs/import", "/datasets", "/alerts",
-                 "/settings/alerts", "/runs/987654"):
+                 "/settings/alerts", "/runs/987654", f"/runs/{one}", f"/runs/{two}",
+                 "/alerts?state=all", f"/runs/compare?ids={one},{two}",
+                 f"/runs/{two}/artifacts", f"/runs/{one}/rollouts"):
         page.goto(live.url + path)
         page.wait_for_load_state("networkidle")
         problems[path] = serious_violations(page)
@@ -175,3 +242,25 @@ def test_skip_link_and_progressbar(desk: Page, live: Stack, run_with_data: int) 
     expect(bar).to_have_attribute("aria-valuenow", "20")
     expect(page.locator("#summary-reward")).to_contain_text("at step 20")
     expect(page.locator("#status-announcer")).to_have_attribute("aria-live", "polite")
+
+
+def test_memory_charts_tick_in_binary_units_under_the_system_heading(desk: Page,
+                                                                     live: Stack) -> None:
+    """Issue 34: memory ticks read "1.2G" or raw bytes; they read MiB / GiB, under the system
+    group's own heading."""
+    run_id, headers = reporting_run(live, name="memory-run")
+    rows = [{"step": s, "metrics": {"reward": 0.1, "system/cpu_percent": 50.0,
+                                    "system/rss_bytes": 1.2e9 + s * 3e7}} for s in range(1, 31)]
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers)
+    assert reply.status_code == 200, reply.text
+    page = desk
+    page.goto(f"{live.url}/runs/{run_id}")
+    chart = page.locator("#chart-system_rss")
+    chart.scroll_into_view_if_needed()
+    expect(chart.locator(".ytick").first).to_contain_text("GiB")
+    ticks = [t.strip() for t in chart.locator(".ytick text").all_text_contents()]
+    assert ticks and all(t.endswith(" GiB") for t in ticks), ticks
+    heading = page.locator("#chart-group-system")
+    expect(heading).to_contain_text("System")
+    assert heading.bounding_box()["y"] < chart.bounding_box()["y"]  # type: ignore[index]

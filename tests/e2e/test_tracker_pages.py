@@ -13,19 +13,12 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
-from app.runs import imports, service
+from app.imports import service as imports
+from app.runs import service
 from grpodeck.contract.spec import RunSpec
+from tests.e2e.conftest import PHONE
 from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
-
-PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def desk(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    yield context.new_page()
-    context.close()
 
 
 @pytest.fixture
@@ -90,11 +83,11 @@ def test_runs_list_numbers_columns_sort_and_sparkline(desk: Page, live: Stack,
     # newest first by default; sorting by reward puts the best run on top, then the worst
     ids = "#runs-grid tbody tr"
     assert page.locator(ids).first.get_attribute("id") == f"run-row-{imported}"
-    page.click("button.sort-col[data-col=reward]")
-    assert page.locator(ids).first.get_attribute("id") == f"run-row-{high}"
+    page.click("a.sort-col[data-sort=reward]")  # sorted on the server (the import has none)
+    expect(page.locator(ids).first).to_have_attribute("id", f"run-row-{high}")
     expect(page.locator("th.col-reward")).to_have_attribute("aria-sort", "descending")
-    page.click("button.sort-col[data-col=reward]")
-    assert page.locator(ids).first.get_attribute("id") == f"run-row-{low}"
+    page.click("a.sort-col[data-sort=reward]")
+    expect(page.locator(ids).first).to_have_attribute("id", f"run-row-{low}")
 
 
 def test_runs_list_filters_fold_on_a_phone(phone: Page, live: Stack) -> None:

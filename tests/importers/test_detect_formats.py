@@ -46,8 +46,8 @@ def test_the_content_decides_not_the_name(tmp_path: Path) -> None:
     ("[]", "JSON document is neither a trainer_state nor a list of step dicts"),
     ('"text"', "JSON document is neither a trainer_state nor a list of step dicts"),
     ("hello\n", ("unrecognised format: expected trainer_state.json, a JSON list of step dicts, "
-                "JSONL, a console log with printed dicts, or lines of key: value / key=value "
-                "pairs")),
+                "JSONL, a Jupyter notebook, a W&B history CSV, a console log with printed dicts, "
+                "lines of key: value / key=value pairs, or a TensorBoard event file")),
     ('{"log_history": []}', "trainer_state file holds no metric rows"),
     ('[{"step": 1}]', "json_list file holds no metric rows"),
     ('{"step": 1}\n{"step": 2}\n', "jsonl file holds no metric rows"),
@@ -62,7 +62,8 @@ def test_clear_reasons(tmp_path: Path, content: str, why: str) -> None:
 
 def test_unreadable_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert reason(tmp_path / "missing.log") == "file not found"
-    assert reason(tmp_path) == "is a directory, not a log file"
+    assert reason(tmp_path) == ("folder holds no trainer_state.json, TensorBoard events, "
+                                "MLflow mlruns/ store or W&B run")
     binary = tmp_path / "b.log"
     binary.write_bytes(b"{'loss': 1.0}\n\x00")
     assert reason(binary) == "binary file, not a text log"

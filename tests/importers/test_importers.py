@@ -129,11 +129,11 @@ def test_missing_binary_and_directory(tmp_path):
     b.write_bytes(b"\x00\x01\x02" * 10)
     with pytest.raises(LogFormatError, match="binary"):
         load_log(b)
-    with pytest.raises(LogFormatError, match="directory"):
+    with pytest.raises(LogFormatError, match="folder holds no trainer_state.json"):
         load_log(tmp_path)
 
 
 def test_diagnose_file_end_to_end(tmp_path):
-    from app.runs.imports import diagnose_path as diagnose_file
+    from app.imports.service import diagnose_path as diagnose_file
     d = diagnose_file(trainer_state(tmp_path))
     assert d.verdict == "healthy"

@@ -14,11 +14,11 @@ import pytest
 from app.diagnostics import diagnose
 from app.importers import load_log
 from app.importers.run_config import read_run_config
-from app.runs.imports import diagnose_path
-from bench.simulated_logs import write_all
+from app.imports.service import diagnose_path
+from bench.simulated_logs import ODD_KEYS, handwritten_stalled, write_all
 from grpodeck.client.callback import rows_from_logs
 
-HAND_MAP = ["--map", "Reward=reward", "--map", "KL_ref=kl", "--map", "Loss=loss"]
+HAND_MAP = ["--map", "Score=reward", "--map", "Div=kl", "--map", "Obj=loss"]
 
 
 @pytest.fixture(scope="module")
@@ -31,17 +31,39 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False, timeout=120)
 
 
-def test_a_log_with_unknown_keys_is_unknown_and_exits_3(logs: dict[str, Path]) -> None:
-    done = cli(str(logs["handwritten_stalled.log"]), "--json")
+@pytest.fixture(scope="module")
+def odd_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("odd") / "odd.log"
+    path.write_text(handwritten_stalled(keys=ODD_KEYS))
+    return path
+
+
+def test_a_log_with_unknown_keys_is_unknown_and_exits_3(odd_log: Path) -> None:
+    done = cli(str(odd_log), "--json")
     assert done.returncode == 3, done.stderr
     body = json.loads(done.stdout)
     assert body["verdict"] == "unknown" and body["findings"] == []
-    assert body["reason"] == "no reward metric among: KL_ref, Loss, Reward"
+    assert body["reason"] == "no reward metric among: Div, Obj, Score"
     assert body["metrics"] == [] and body["unchecked"]["stalled"] == "reward"
+    assert body["suggested_map"] == "--map Score=reward"
+    text = cli(str(odd_log))
+    assert text.returncode == 3 and f"Try: grpodeck diagnose {odd_log} --map Score=reward" \
+        in text.stdout
 
 
-def test_a_hand_written_reward_log_is_diagnosed_with_map(logs: dict[str, Path]) -> None:
-    done = cli(str(logs["handwritten_stalled.log"]), "--json", *HAND_MAP)
+def test_a_hand_written_loops_spellings_are_read_and_shown(logs: dict[str, Path]) -> None:
+    """``Reward``, ``KL_ref``, ``Loss``: the loop vocabulary reads them, no --map needed."""
+    done = cli(str(logs["handwritten_stalled.log"]), "--json")
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["verdict"] == "warning" and body["metrics"] == ["kl", "loss", "reward"]
+    assert body["read"]["read_as"] == {"KL_ref": "kl", "Loss": "loss", "Reward": "reward"}
+    text = cli(str(logs["handwritten_stalled.log"])).stdout
+    assert "Read as: `KL_ref` as kl, `Loss` as loss, `Reward` as reward" in text
+
+
+def test_a_hand_written_reward_log_is_diagnosed_with_map(odd_log: Path) -> None:
+    done = cli(str(odd_log), "--json", *HAND_MAP)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert body["verdict"] == "warning" and body["metrics"] == ["kl", "loss", "reward"]

@@ -24,7 +24,8 @@ def slotted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Two slots and three pool processes: the third task reaches a pool process and must wait
     there for a slot (the lock, not Celery's concurrency, keeps it off the taken devices)."""
     workdir: Path = tmp_path_factory.mktemp("slots")
-    env = {"GRPODECK_DEVICE_SLOTS": "0;1", "GRPODECK_DEVICE_LOCKS_DIR": str(workdir / "locks")}
+    env = {"GRPODECK_DEVICE_SLOTS": "0;1", "GRPODECK_DEVICE_LOCKS_DIR": str(workdir / "locks"),
+           "CUDA_VISIBLE_DEVICES": "0,1"}  # the devices it finds (a CPU machine has none)
     with live_stack("postgres-redis", workdir, extra_env=env, worker_concurrency=3) as live:
         yield live
 

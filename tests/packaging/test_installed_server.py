@@ -144,3 +144,33 @@ def test_a_wheel_outside_the_checkout_migrates_serves_and_trains_a_tiny_run(deck
     assert series["reward"]["steps"] == [1, 2]
     assert (deck.home / "runs" / str(run_id)).is_dir()  # the worker's folders: GRPODECK_HOME too
     assert deck.procs["scheduler"].poll() is None, deck.log("scheduler")
+
+
+def test_a_wheel_worker_ends_within_its_grace_after_sigterm(deck: Deck) -> None:
+    """Mid-run, SIGTERM to the worker's main process: what ``docker stop`` sends this image's
+    PID 1 (``grpodeck worker`` execs Celery) and ``grpodeck up`` sends its child. Celery's warm
+    shutdown waited for the run (hours); issue 33 saw a wheel's worker alive 17 minutes after
+    SIGTERM. It now ends within ``GRPODECK_SHUTDOWN_GRACE_SECONDS`` (worker/shutdown.py).
+    SIGTERM to the whole group (systemd) ended it in seconds here before that change too."""
+    grace = 20
+    deck.env["GRPODECK_SHUTDOWN_GRACE_SECONDS"] = str(grace)
+    assert deck.run("grpodeck", "migrate").returncode == 0
+    deck.start("web", "serve", "--port", str(deck.port))
+    deck.start("worker", "worker")
+    deck.wait_ready()
+    launched = httpx.post(f"{deck.url}/api/runs", timeout=30,
+                          json=tiny_spec(name="stopped", max_steps=100_000))
+    assert launched.status_code == 201, launched.text
+    deadline = time.monotonic() + 400
+    while not (httpx.get(f"{deck.url}/api/runs/{launched.json()['id']}", timeout=10)
+               .json()["step"] or 0):
+        assert time.monotonic() < deadline, deck.log("worker")
+        time.sleep(1)
+    worker = deck.procs["worker"]
+    worker.send_signal(15)
+    stopped_at = time.monotonic()
+    try:
+        worker.wait(timeout=grace + 15)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"worker alive {grace + 15} s after SIGTERM:\n{deck.log('worker')}")
+    assert time.monotonic() - stopped_at < grace + 15

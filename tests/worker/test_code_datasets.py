@@ -46,7 +46,8 @@ def test_easy_python_tests_pass_on_reference_solutions_and_fail_on_a_wrong_one()
     names = [sig.split("(")[0] for sig, _, _ in EASY_PROBLEMS]
     assert len(set(names)) == len(names) and set(names) == set(EASY_SOLUTIONS)
     code = [f"```python\n{n} = {EASY_SOLUTIONS[n]}\n```" for n in names]
-    outcomes, _ = run_unit_tests(code, [r["tests"] for r in rows], partial=True)
+    outcomes, _ = run_unit_tests(code, [r["tests"] for r in rows], partial=True,
+                                 entry_points=[r["entry_point"] for r in rows])
     assert [(n, o.score, o.reason) for n, o in zip(names, outcomes, strict=True)
             if o.score != 1.0] == []
     wrong, _ = run_unit_tests([f"def {n}(*args):\n    return None" for n in names],
@@ -62,7 +63,8 @@ def test_humaneval_comes_from_the_wheel_and_canonical_solutions_pass() -> None:
     assert len(problems) == len(rows) == 164
     solutions = [p["prompt"] + p["canonical_solution"] for p in problems]
     outcomes, seconds = run_unit_tests(solutions, [r["tests"] for r in rows],
-                                       [r["setup"] for r in rows])
+                                       [r["setup"] for r in rows],
+                                       entry_points=[r["entry_point"] for r in rows])
     failed = [(p["task_id"], o.reason) for p, o in zip(problems, outcomes, strict=True)
               if o.score != 1.0]
     assert failed == []
@@ -81,6 +83,6 @@ def test_code_builtins_have_a_fixed_held_out_eval_split(name: str, total: int,
     assert evals is not None and other_evals is not None
     assert (len(train), len(evals)) == (total - held_out, held_out)
     assert evals.to_list() == other_evals.to_list()
-    assert {"prompt", "tests", "setup"} <= set(train.column_names)
+    assert {"prompt", "tests", "setup", "entry_point"} <= set(train.column_names)
     full, none = load_prompts(RunSpec(dataset=name))
     assert none is None and len(full) == total

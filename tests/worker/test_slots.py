@@ -54,7 +54,9 @@ def test_gpus_per_run_splits_the_found_gpus() -> None:
                                                                    Slot(1, ("5",))]
     assert configured_slots(None, None) is None
     assert configured_slots("0;1", None, detect=lambda: ["0", "1", "2"]) == parse_slots("0;1")
-    assert configured_slots("0;1", None, detect=list) == parse_slots("0;1")  # no nvidia-smi
+    with pytest.raises(SlotConfigError, match=r"GRPODECK_DEVICE_SLOTS='0;1', but this worker "
+                       r"finds no GPU"):  # no nvidia-smi, nothing visible (issue 33)
+        configured_slots("0;1", None, detect=list)
     with pytest.raises(SlotConfigError, match=r"names GPU\(s\) 2,3, but this worker finds 0,1"):
         configured_slots("0,1;2,3", None, detect=lambda: ["0", "1"])
     with pytest.raises(SlotConfigError, match="not both"):
@@ -125,7 +127,8 @@ def test_the_capability_probe_sees_the_first_slots_devices(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     base = {**env, "GRPODECK_BROKER_URL": f"sqla+sqlite:///{tmp_path / 'broker.db'}"}
     found = {}
-    for name, extra in (("slots", {"GRPODECK_DEVICE_SLOTS": "3,4;5"}), ("none", {})):
+    for name, extra in (("slots", {"GRPODECK_DEVICE_SLOTS": "3,4;5",
+                                    "CUDA_VISIBLE_DEVICES": "3,4,5"}), ("none", {})):
         done = subprocess.run([sys.executable, "-c", code], env={**base, **extra}, cwd=ROOT,
                               capture_output=True, text=True, timeout=300, check=True)
         found[name] = json.loads(done.stdout.strip().splitlines()[-1])["device"]

@@ -21,7 +21,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from grpodeck.client import spool
 from tests.worker.conftest import Receiver, serve
 from worker.run_client import RunClient
-from worker.tasks import replay
+from worker.tasks import replay, replay_all
 from worker.training.reporting import MetricsReporter, encode_value, rows_from_logs
 
 GUARD = 30.0  # seconds before a wait is called a hang
@@ -220,6 +220,24 @@ def test_what_the_child_never_delivered_is_replayed_by_the_supervisor(receiver, 
     assert replay(client, dead.spool) == 2
     assert _steps(receiver) == [1, 2, 3]
     assert replay(client, dead.spool) == 0 and _steps(receiver) == [1, 2, 3]
+
+
+def test_captured_rollouts_the_child_never_delivered_are_replayed_too(receiver, tmp_path) -> None:
+    """The rollout spool (``rollouts.jsonl`` next to the rows) is replayed like the rows: every
+    captured step once, none sent twice by a second replay."""
+    dead = Run(f"http://127.0.0.1:{_free_port()}", tmp_path, run_id=9, batch_rows=1,
+               report_deadline=0.3)
+    for step in range(1, 24):
+        dead.rep.add_rollouts(step, [{"index": 0, "prompt": f"p{step}",
+                                      "completions": [{"text": "a", "rewards": {"r": 0.5}}]}])
+    dead.log(23)
+    dead.end(23)
+    client = RunClient(receiver.url, 9, deadline=5)
+    assert replay_all(client, tmp_path) == 1 + 23
+    sent = [s["step"] for r in receiver.requests for s in r["body"].get("rollouts", [])]
+    assert sent == list(range(1, 24)) and _steps(receiver) == [23]
+    assert replay_all(client, tmp_path) == 0
+    assert len([s for r in receiver.requests for s in r["body"].get("rollouts", [])]) == 23
 
 
 def test_a_reused_spool_sends_only_what_was_never_acknowledged(receiver, tmp_path) -> None:

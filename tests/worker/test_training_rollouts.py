@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from grpodeck.client.sender import MAX_ROLLOUT_STEPS, ROLLOUTS_PER_POST
+from grpodeck.client.sender import ROLLOUTS_PER_POST
 from worker.training.child import train
 from worker.training.reporting import MetricsReporter
 from worker.training.rollouts import build_groups, weighted_total
@@ -95,21 +95,23 @@ def test_build_groups_nan_totals_and_text_cap() -> None:
     assert build_groups(batch, 2, 0, [1.0, 2.0]) == []
 
 
-def test_reporter_sends_rollouts_with_rows_and_bounds_them(receiver, tmp_path: Path) -> None:
-    """Captured steps wait in memory, the latest MAX_ROLLOUT_STEPS only, and go out a few per
-    POST; a batch without any carries no ``rollouts`` key."""
+def test_reporter_sends_rollouts_with_rows_and_loses_none(receiver, tmp_path: Path) -> None:
+    """Captured steps are spooled like rows (``rollouts.jsonl`` next to ``metrics.jsonl``):
+    every one queued before the sender starts goes out, a few per POST; a batch without any
+    carries no ``rollouts`` key."""
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
     rep = MetricsReporter(receiver.url, 9, "t", spool_path=tmp_path / "metrics.jsonl",
                           batch_rows=1, flush_seconds=3600)
-    for step in range(60):  # queued before the sender starts: it keeps the latest ones
+    for step in range(60):  # queued before the sender starts: all of them are kept
         rep.add_rollouts(step, [{"index": 0, "prompt": "p", "completions": [{"text": "c"}]}])
     rep.add_rollouts(61, [])  # nothing captured: nothing queued
     args, state, control = TrainingArguments(str(tmp_path), report_to="none"), TrainerState(), \
         TrainerControl()
     rep.on_train_begin(args, state, control)
-    wait_for(lambda: len(captured(receiver)) == MAX_ROLLOUT_STEPS, "the kept rollout steps")
-    assert sorted(captured(receiver)) == list(range(60 - MAX_ROLLOUT_STEPS, 60))
+    wait_for(lambda: len(captured(receiver)) == 60, "every rollout step")
+    assert sorted(captured(receiver)) == list(range(60))
+    assert (tmp_path / "rollouts.jsonl").read_text().count("\n") == 60
     assert max(len(r["body"].get("rollouts", [])) for r in receiver.requests) == ROLLOUTS_PER_POST
     state.global_step = 1
     rep.on_log(args, state, control, logs={"loss": 1.0})

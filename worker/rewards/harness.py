@@ -17,6 +17,12 @@ argv, which /proc shows to everyone), makes itself undumpable before the solutio
 process of the same uid cannot read its memory or fds through ptrace or /proc), and in the
 namespace sandbox runs with no capabilities at all (``setpriv``), so the solution cannot trace it
 either. The solution can kill the judge: then the tests never finish and the score is 0.
+
+The tests see only the names they are meant to borrow (the row's entry point, or else the names
+they use that neither builtins, the standard library nor the setup define): builtins, modules and
+the setup's helpers are always the judge's own, so a completion that redefines ``abs``, ``range``,
+``math`` or the setup's ``poly`` changes nothing the tests read (issue 33: such shadowing scored
+1.0 on 6 HumanEval problems when every name the completion bound was handed to the tests).
 """
 
 from __future__ import annotations
@@ -119,8 +125,9 @@ def _load(job):
     except BaseException as e:
         return {"error": ["code_error"] + _why(e)}
     names = {}
-    for k, v in list(ns.items()):
-        if not k.startswith("__") and before.get(k, _MISSING) is not v:
+    for k in job["names"]:
+        v = ns.get(k, _MISSING)
+        if v is not _MISSING and before.get(k, _MISSING) is not v:
             try:
                 names[k] = _enc(v, _keep)
             except BaseException:
@@ -263,14 +270,19 @@ def _ask(op, target, arg, raw=False):
         raise _remote_error(str(name)[:60], str(message)[:300])
     raise SolutionGone("the solution's process broke the protocol")
 
-_ns = {"__name__": "tests"}
+_ns = {"__name__": "tests", "__builtins__": _builtins}
+for _m in _job["modules"]:
+    try:
+        _ns[_m] = __import__(_m)
+    except BaseException:
+        continue
 try:
     exec(compile(_job["setup"], "<setup>", "exec"), _ns)
 except BaseException as e:
     _emit("setup_error", error=_why(e))
     _os._exit(0)
 try:
-    _loaded = _roundtrip({"setup": _job["setup"], "code": _job["code"]})
+    _loaded = _roundtrip({"setup": _job["setup"], "code": _job["code"], "names": _job["names"]})
 except SolutionGone as e:
     _loaded = {"error": ["code_error", "SolutionGone", str(e)]}
 if isinstance(_loaded, dict) and isinstance(_loaded.get("error"), list):
@@ -284,11 +296,12 @@ if isinstance(_loaded, dict) and isinstance(_loaded.get("error"), list):
 if not (isinstance(_loaded, dict) and isinstance(_loaded.get("ready"), dict)):
     _emit("code_error", error="SolutionGone: the solution's process broke the protocol")
     _os._exit(0)
-for _k, _v in _loaded["ready"].items():
-    try:
-        _ns[str(_k)] = _dec(_v, _find)
-    except BaseException:
-        continue
+for _k in _job["names"]:
+    if _k in _loaded["ready"]:
+        try:
+            _ns[_k] = _dec(_loaded["ready"][_k], _find)
+        except BaseException:
+            continue
 for _i, _t in enumerate(_job["tests"]):
     try:
         exec(compile(_t, "<test %d>" % _i, "exec"), _ns)
@@ -300,9 +313,15 @@ _os._exit(0)
 '''
 
 
-def job(code: str, tests: list[str], setup: str, nonce: str) -> str:
-    """The judge's stdin: everything it needs, none of it on a command line."""
+def job(code: str, tests: list[str], setup: str, nonce: str, names: list[str],
+        modules: list[str]) -> str:
+    """The judge's stdin: everything it needs, none of it on a command line.
+
+    ``names`` are the only names the tests take from the completion (the entry point); every
+    other name the tests use comes from the judge's own builtins, ``modules`` (standard-library
+    modules the tests name without importing, imported fresh by the judge) or the setup.
+    """
     import json
 
     return json.dumps({"nonce": nonce, "setup": setup, "code": code, "tests": tests,
-                       "solution": SOLUTION})
+                       "names": names, "modules": modules, "solution": SOLUTION})

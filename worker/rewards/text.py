@@ -113,6 +113,10 @@ def custom(path: str) -> Callable[..., list[float | None]]:
         raise ValueError(f"custom reward {path!r} is not importable on this worker: {exc}") from None
     if not callable(fn):
         raise TypeError(f"custom reward {path!r} is not a function")
+    if not custom_rewards.defined_in_module(path, fn):
+        raise ValueError(f"custom reward refused on this worker: {attr!r} is not defined in "
+                         f"{module_name} (a module prefix opens the functions a module "
+                         "defines, not the names it imports); list the exact path to allow it")
 
     def reward(*args: Any, **kwargs: Any) -> list[float | None]:
         return fn(*args, **kwargs)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from grpodeck.contract.catalog import is_local_dataset
 from grpodeck.contract.log_markers import rank_failed_line
 from grpodeck.contract.wire import STAGE_PREFIX
+from worker.training.markers import emit
 
 if TYPE_CHECKING:
     from trl import GRPOTrainer
@@ -123,6 +124,10 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
                                flush_seconds=flush_seconds, report_deadline=report_deadline,
                                spool_path=Path(output_dir) / "metrics.jsonl") if is_main() else None
     callbacks: list[Any] = [reporter] if reporter is not None else []
+    if eval_ds is not None:
+        from worker.training.eval_progress import EvalProgress
+
+        callbacks.append(EvalProgress())  # "evaluating 3/12" as the run's stage
     if world_size() > 1:
         callbacks.append(StopTogether())  # after the reporter, whose stop it shares
     try:
@@ -207,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         record_failure(output_dir, traceback.format_exc())
         if world_size() > 1:  # after the traceback: the Devices panel marks this rank failed
-            sys.stderr.write(rank_failed_line(rank(), world_size()))
-            sys.stderr.flush()
+            emit(rank_failed_line(rank(), world_size()))
         return 1
     return 0
 

@@ -121,7 +121,8 @@ def _chat(text: str) -> list[dict[str, str]]:
 def easy_python_rows() -> list[dict[str, Any]]:
     """One row per problem: a chat prompt and its asserts as separate tests."""
     return [{"prompt": _chat(f"Write a Python function `{signature}` that {what}. {CODE_INSTRUCTION}"),
-             "tests": [f"assert {check}" for check in checks], "setup": ""}
+             "tests": [f"assert {check}" for check in checks], "setup": "",
+             "entry_point": signature.split("(")[0]}
             for signature, what, checks in EASY_PROBLEMS]
 
 
@@ -137,7 +138,7 @@ def humaneval_rows() -> list[dict[str, Any]]:
     for p in humaneval_problems():
         prompt = (f"Complete this Python function. {CODE_INSTRUCTION}\n\n"
                   f"```python\n{p['prompt'].strip()}\n```")
-        rows.append({"prompt": _chat(prompt), "setup": p["prompt"],
+        rows.append({"prompt": _chat(prompt), "setup": p["prompt"], "entry_point": p["entry_point"],
                      "tests": f"{p['test']}\ncheck({p['entry_point']})\n"})
     return rows
 

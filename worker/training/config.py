@@ -18,15 +18,13 @@ if TYPE_CHECKING:
 
     from grpodeck.contract.spec import RunSpec
 
-# With an eval split but no eval_steps, evaluate about this many times per run.
-DEFAULT_EVALS_PER_RUN = 4
-
-
 def eval_kwargs(spec: RunSpec) -> dict[str, Any]:
     """Evaluation only happens with an eval split; the eval batch holds whole groups like training."""
-    if not spec.eval_split:
+    from grpodeck.contract.spec import eval_every
+
+    steps = eval_every(spec.eval_split, spec.eval_steps, spec.max_steps)
+    if steps is None:
         return {"eval_strategy": "no", "do_eval": False}
-    steps = spec.eval_steps or max(1, spec.max_steps // DEFAULT_EVALS_PER_RUN)
     return {"eval_strategy": "steps", "eval_steps": steps, "do_eval": True,
             "per_device_eval_batch_size": spec.batch_size}
 

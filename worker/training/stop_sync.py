@@ -13,12 +13,12 @@ rank's progress while the run is live; only rank 0 reports metrics).
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from grpodeck.contract.log_markers import rank_line
+from worker.training.markers import emit
 
 
 class StopTogether(TrainerCallback):
@@ -43,9 +43,8 @@ class StopTogether(TrainerCallback):
         control.should_training_stop = self.agreed
         if state.global_step % max(1, int(args.logging_steps)) == 0 or self.agreed:
             # one whole line, one write: the run page's Devices panel reads it (log_markers)
-            sys.stderr.write(rank_line(dist.get_rank(), dist.get_world_size(),
-                                       state.global_step, self.agreed))
-            sys.stderr.flush()
+            emit(rank_line(dist.get_rank(), dist.get_world_size(), state.global_step,
+                           self.agreed))
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                **kwargs: Any) -> None:

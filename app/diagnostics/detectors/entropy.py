@@ -1,12 +1,18 @@
-"""Entropy collapse (far below its early baseline, staying there) and entropy blow-up."""
+"""Entropy collapse (far below its early baseline, staying there) and entropy blow-up.
+
+A run too short for the windowed judgement (a smoke test of 10-20 steps, issue 31) is still
+judged on an unmistakable collapse: entropy down to a tenth of where it started and staying
+below half of it. The GRPO workflow says to catch this in the smoke test, before the full run.
+"""
 
 from __future__ import annotations
 
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early, recent, settled_since
+from app.diagnostics.fix import Fix, Scale
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
-from app.diagnostics.view import View
+from app.diagnostics.view import Series, View
 
 METRIC = "entropy"
 MIN_PTS = 6
@@ -18,6 +24,9 @@ BLOWUP_RATIO = 2.0  # doubled entropy ...
 BLOWUP_ABS = 1.0  # ... by at least a nat per token (small entropies double harmlessly)
 BLOWUP_CRITICAL = 4.0
 BLOWUP_STAY = 1.5  # ... and every recent point stays above 1.5x the baseline (no dip back)
+SHORT_MIN_PTS = 5  # a shorter run (fewer points or steps) is judged on its ends only ...
+SHORT_EDGE = 3  # ... the median of its first and of its last 3 rows ...
+SHORT_RATIO = COLLAPSE_CRITICAL  # ... and only on a collapse to a tenth of its start
 
 COLLAPSE_ACTIONS = ["Inspect rollouts for repetition or a degenerate template (reward hacking?)",
                     "Lower the learning rate", "Raise beta (KL penalty) or add an entropy bonus"]
@@ -27,8 +36,10 @@ BLOWUP_ACTIONS = ["Lower the learning rate", "Check clip ratios (epsilon) and be
 
 def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
-    if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
+    if s is None:
         return []
+    if len(s) < MIN_PTS or s.span < MIN_STEPS:
+        return short_collapse(s)
     base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
     if base <= 0:
         return []
@@ -61,4 +72,27 @@ def detect(view: View) -> list[Finding]:
     return []
 
 
+def short_collapse(s: Series) -> list[Finding]:
+    """A collapse within a run too short for the windows: the last rows' median at most
+    SHORT_RATIO of the first rows' median, and every one of the last rows below half of it."""
+    if len(s) < SHORT_MIN_PTS:
+        return []
+    base, now = med(s.values[:SHORT_EDGE]), med(s.values[-SHORT_EDGE:])
+    if base <= 0 or now > SHORT_RATIO * base or s.values[-SHORT_EDGE:].max() >= COLLAPSE_STAY * base:
+        return []
+    start = run_start(s.steps, s.values < COLLAPSE_STAY * base) or s.first
+    return [Finding(
+        category="entropy_collapse", severity="critical", first_step=start, last_step=s.last,
+        summary=(f"Entropy fell to {now / base:.0%} of where it started ({base:.3g} -> "
+                 f"{now:.3g}) within {s.last - s.first + 1} steps and stays there since step "
+                 f"{start}: the policy stopped exploring (caught in a short run)."),
+        evidence={"early_entropy": r3(base), "recent_entropy": r3(now),
+                  "ratio_to_early": r3(now / base), "short_run_rows": len(s),
+                  "expected_ratio_above": SHORT_RATIO, "rows_at_each_end": SHORT_EDGE},
+        actions=COLLAPSE_ACTIONS, metric=METRIC)]
+
+
 DETECTORS = (Detector("entropy", (METRIC,), detect),)
+# The collapse's settings remedy (its first action is to read the rollouts): a slower policy.
+FIXES = {"entropy_collapse": Fix("a lower learning rate slows the policy's collapse onto a few "
+                                 "completions", (Scale("learning_rate", 0.5),))}

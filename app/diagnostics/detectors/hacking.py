@@ -10,6 +10,12 @@ Two passes, whatever the total reward does (up, flat or down):
   * any-pair pass: windows all start at the first step and end at increasing fractions of
     the run, so an episode that later recovered (the falling component came back) is still
     reported, as info; a fall that persists to the end of the run is a warning.
+  * own-scale pass (issue 31), when the two above found nothing lasting: one component climbs
+    to its ceiling while another falls steadily, each measured on its own range
+    (``own_scale.py``), whatever their names and however large the total's spread.
+A lasting finding next to a total reward without upward trend says so
+(``explains_flat_total``): the flat total is the rise paying for the fall, and the diagnosis
+drops "stalled" in its favour.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import re
 import numpy as np
 
 from app.diagnostics.detector import COMPONENTS, Detector
-from app.diagnostics.detectors.common import NO_NOISE, SMOOTH_PTS
+from app.diagnostics.detectors import own_scale
+from app.diagnostics.detectors.common import NO_NOISE, SMOOTH_PTS, improving
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import (
     head,
@@ -177,7 +184,60 @@ def detect(view: View) -> list[Finding]:
     if len(comps) < 2:
         return []
     scale = _scale(view, comps)
-    return _objective_pass(view, comps, scale) or _any_pair(comps, scale)
+    found = _objective_pass(view, comps, scale) or _any_pair(comps, scale)
+    if not found or found[0].severity == "info":
+        found = _own_scale_pass(comps) or found
+    return _explain_flat_total(view, found)
+
+
+def _own_scale_pass(comps: dict[str, Series]) -> list[Finding]:
+    """A component that climbed to its ceiling over the run, next to one that falls steadily
+    over a window ending now (the earliest such window), each on its own scale."""
+    risers = {n: m for n, s in comps.items()
+              if (m := own_scale.move(s, s)) is not None and own_scale.climbs_to_ceiling(m)}
+    for frac in START_FRACS if risers else ():
+        for name, s in sorted(comps.items()):
+            w = s.between(s.steps[0] + frac * s.span, s.steps[-1])
+            if name in risers or len(w) < MIN_PTS or w.span < MIN_STEPS:
+                continue
+            m = own_scale.move(w, s)
+            start = _onset(w) if m is not None and own_scale.falls_steadily(m) else None
+            if start is not None and int((w.steps >= start).sum()) >= PERSIST_PTS:
+                return [_own_scale_finding(risers, name, m, start, s.last)]
+    return []
+
+
+def _own_scale_finding(risers: dict[str, own_scale.Move], falling: str, fall: own_scale.Move,
+                       start: int, last: int) -> Finding:
+    rising = max(risers, key=lambda n: risers[n].share)
+    up = risers[rising]
+    return Finding(
+        category="reward_hacking", severity="warning", first_step=start, last_step=last,
+        summary=(f"Reward component '{_short(rising)}' climbed to its ceiling "
+                 f"(+{up.share:.0%} of its own range) while '{_short(falling)}' falls steadily "
+                 f"from step {start} ({fall.share:.0%} of its own range): the policy may be "
+                 f"exploiting '{_short(rising)}'."),
+        evidence={"rising": {_short(n): {"how": "climbs to its ceiling", **m.evidence()}
+                             for n, m in risers.items()},
+                  "falling": {_short(falling): fall.evidence()},
+                  "scaled_by": "each component's own range", "persists_to_end": True,
+                  "rise_share_at_least": own_scale.RISE_SHARE,
+                  "fall_share_at_least": own_scale.FALL_SHARE},
+        actions=ACTIONS, metric=falling)
+
+
+def _explain_flat_total(view: View, found: list[Finding]) -> list[Finding]:
+    """Mark a lasting hacking finding next to a total reward without a trend either way: the flat
+    total is explained (one component's rise pays for another's fall), not a stall."""
+    total = view.series("reward")
+    if (not found or found[0].severity == "info" or total is None or len(total) < MIN_PTS
+            or improving(total) or spearman(total.steps, total.values) <= -rho_crit(len(total))):
+        return found  # no total, or one that rises or falls: nothing flat to explain
+    f = found[0]
+    f.evidence = {**f.evidence, "explains_flat_total": True}
+    f.summary += (" The total reward shows no upward trend because the rise pays for the "
+                  "fall: the run is optimising the wrong thing, not merely stalled.")
+    return found
 
 
 def _any_pair(comps: dict[str, Series], scale: float) -> list[Finding]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import early, recent, spike_summary, trend
+from app.diagnostics.fix import Fix, Scale, Settings
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
 from app.diagnostics.view import View
@@ -87,3 +88,13 @@ def _spikes(view: View) -> list[Finding]:
 
 
 DETECTORS = (Detector("kl_level", (METRIC,), _level), Detector("kl_spikes", (METRIC,), _spikes))
+
+def _penalised(settings: Settings) -> bool:
+    """Doubling beta does nothing when it is 0 (no reference model): lower the rate then."""
+    return settings.get("beta") != 0
+
+
+# The blow-up's first two actions: a stronger KL penalty, else a slower policy.
+FIXES = {"kl_blowup": Fix("a stronger KL penalty (or a slower learning rate) keeps the policy "
+                          "near the reference", (Scale("beta", 2, _penalised),
+                                                 Scale("learning_rate", 0.5)))}

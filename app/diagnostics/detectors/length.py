@@ -16,6 +16,7 @@ from app.diagnostics.detectors.common import (
     task_reward,
     trend,
 )
+from app.diagnostics.fix import Fix, Scale
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
 from app.diagnostics.view import Series, View
@@ -180,3 +181,7 @@ def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Findi
 
 DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
              Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))
+# Truncation's first action. A length explosion's remedy is a length penalty, which neither the
+# launch form nor TRL's GRPOConfig has as a setting: it has no settings fix.
+FIXES = {"truncation": Fix("twice the room lets answers finish before the cap",
+                           (Scale("max_completion_length", 2),))}

@@ -5,14 +5,25 @@ newer TRL) or, for logs without it, ``reward_std == 0`` exactly (the mean within
 deviation is 0 only when no group had any spread). The windowed judgement keeps a minimum span
 for runs that hover near the threshold; an exact, total signal (>= 95% of groups on every one of
 a handful of rows) needs no window: a 5-step smoke run with a constant reward is flagged at once.
+
+Zero spread can also be intermittent: most steps exactly without spread, a few short excursions
+between them that a rolling median keeps (issue 31). The share rule counts steps, not
+windows: the share of steps with ``reward_std == 0`` (exactly: a tolerance would call a
+small but real spread "none") or ``frac_reward_zero_std >= CRITICAL``, since the first step
+from which most steps are like that. A log with neither metric (verl's ``critic/score/mean``)
+still shows it when its reward never goes negative and is exactly 0 on most steps: a mean of 0
+over non-negative rewards means every completion scored 0, so no group had spread.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import SMOOTH_PTS, recent
+from app.diagnostics.fix import Fix, Scale
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
 from app.diagnostics.view import Series, View
@@ -22,6 +33,11 @@ REWARD_STD = "reward_std"
 # Derived when a row has reward_std: 1.0 on a step whose reward_std is exactly 0, else 0.0;
 # a bucket's mean is then the share of its steps that had no spread in any group.
 ZERO_STD_STEPS = "derived/reward_std_zero"
+# Derived per row for the share rule: 1.0 when reward_std == 0 or frac_reward_zero_std >=
+# CRITICAL on that step, and 1.0 when the reward itself is exactly 0 (used only for logs with
+# no spread metric and a reward that is never negative).
+ZERO_SPREAD_STEPS = "derived/zero_spread_step"
+REWARD_ZERO_STEPS = "derived/reward_exact_zero"
 HIGH = 0.8  # >= 80% of groups give no gradient: the batch is mostly wasted
 CRITICAL = 0.95  # essentially no group teaches anything
 MIN_STEPS = 20  # the condition must hold over a window of steps, not one noisy row
@@ -33,6 +49,9 @@ EASY_POS, HARD_POS = 0.65, 0.35  # reward position in its range: near top = all 
 MID_POS = 0.5  # a reward that never moved has no position: call it mixed
 PASS_REWARD = 1.0  # non-negative rewards: 1 is the usual "pass", so the range is [0, >= 1]
 SMOOTH_LONG, LONG_PTS = 5, 10  # wider smoothing once there are enough points
+MOST_SHARE = 0.6  # share rule: clearly most steps since the onset had no spread at all ...
+RECENT_SHARE_FRAC = 0.5  # ... and most steps of the run's second half too (still going on)
+SHARE_MIN_ROWS = 5  # a run of fewer rows is too short to say "most steps" (MIN_VERDICT_STEPS)
 
 ACTIONS = {
     "too_easy": ["Use harder prompts (filter out ones the model already solves every time)",
@@ -53,10 +72,30 @@ WHAT = {"too_easy": "groups all pass (prompts too easy)",
 def derived_columns(cols: dict[str, tuple[np.ndarray, np.ndarray]]
                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The zero-spread indicator of every row that logged ``reward_std`` (see ZERO_STD_STEPS)."""
-    if REWARD_STD not in cols:
-        return {}
-    steps, values = cols[REWARD_STD]
-    return {ZERO_STD_STEPS: (steps, (values == 0).astype(float))}
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    parts = []
+    if REWARD_STD in cols:
+        steps, values = cols[REWARD_STD]
+        out[ZERO_STD_STEPS] = (steps, (values == 0).astype(float))
+        parts.append((steps, values == 0))
+    if METRIC in cols:
+        steps, values = cols[METRIC]
+        parts.append((steps, values >= CRITICAL))
+    if parts:
+        out[ZERO_SPREAD_STEPS] = _union(parts)
+    if "reward" in cols:
+        steps, values = cols["reward"]
+        out[REWARD_ZERO_STEPS] = (steps, (values == 0).astype(float))
+    return out
+
+
+def _union(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """One indicator over the steps of every part: 1.0 where any part says "no spread"."""
+    steps = np.unique(np.concatenate([s for s, _ in parts]))
+    hit = np.zeros(len(steps), bool)
+    for s, flag in parts:
+        hit[np.searchsorted(steps, s)] |= flag
+    return steps, hit.astype(float)
 
 
 def signal(view: View) -> tuple[Series | None, str]:
@@ -110,15 +149,95 @@ def _exact(s: Series) -> tuple[int, float] | None:
     return start, med(s.values[s.steps >= start])
 
 
+def share_source(view: View) -> tuple[str, str] | None:
+    """(per-step indicator, metric the finding names) for the share rule: the spread metrics
+    when the log has one, else the reward pinned at exactly 0 when it is never negative."""
+    h = view.hist(ZERO_SPREAD_STEPS)
+    if h is not None and h.n_rows:
+        return ZERO_SPREAD_STEPS, METRIC if view.hist(METRIC) is not None else REWARD_STD
+    r, h = view.hist("reward"), view.hist(REWARD_ZERO_STEPS)
+    if r is not None and r.gmin is not None and r.gmin >= 0 and h is not None and h.n_rows:
+        return REWARD_ZERO_STEPS, "reward"
+    return None
+
+
+@dataclass(frozen=True)
+class Share:
+    """Steps without spread since ``start``: ``zero`` of ``rows``; ``recent`` is the share
+    over the run's second half."""
+
+    start: int
+    zero: int
+    rows: int
+    recent: float
+
+    @property
+    def value(self) -> float:
+        return self.zero / self.rows
+
+
+def step_share(view: View, indicator: str) -> Share | None:
+    """The share rule over the bucketed indicator (each bucket: steps and how many of them had
+    no spread, so the counts are exact at any resolution): the earliest step from which most
+    steps had no spread, when the run's second half is also mostly without spread."""
+    h = view.hist(indicator)
+    if h is None or len(h.cnt) == 0 or h.cnt.sum() < SHARE_MIN_ROWS:
+        return None
+    # each step counts 0 or 1 (clipped: a log that itself sends a key named like the
+    # indicator must not make a count negative or infinite)
+    at, rows = h.ssum / h.cnt, h.cnt
+    zero = np.clip(np.nan_to_num(h.vsum), 0, rows)
+    late = at >= at[-1] - RECENT_SHARE_FRAC * (at[-1] - at[0])
+    recent = float(zero[late].sum() / rows[late].sum())
+    suffix_zero, suffix_rows = np.cumsum(zero[::-1])[::-1], np.cumsum(rows[::-1])[::-1]
+    onset = np.flatnonzero((suffix_zero >= MOST_SHARE * suffix_rows) & (zero >= 0.5 * rows))
+    if recent < MOST_SHARE or len(onset) == 0:
+        return None
+    i = int(onset[0])
+    if suffix_rows[i] < MIN_PTS:
+        return None
+    first = h.first_step if i == 0 else round(at[i])
+    return Share(int(first), round(suffix_zero[i]), int(suffix_rows[i]), recent)
+
+
+SHARE_WHAT = {METRIC: "(almost) no group had reward spread (frac_reward_zero_std >= {c:.0%})",
+              REWARD_STD: "reward_std was exactly 0 (no group had any spread)",
+              "reward": "the reward was exactly 0 (every completion scored 0, so no group "
+                        "had any spread)"}
+
+
+def _share_finding(view: View, indicator: str, source: str) -> Finding | None:
+    share = step_share(view, indicator)
+    if share is None:
+        return None
+    last = view.hist(indicator).last_step
+    kind, ev = classify(view, share.start, last)
+    what = SHARE_WHAT[source].format(c=CRITICAL)
+    return Finding(
+        category="zero_reward_spread",
+        severity="critical" if share.value >= CRITICAL else "warning",
+        first_step=share.start, last_step=last,
+        summary=(f"On {share.zero} of {share.rows} steps since step {share.start} "
+                 f"({share.value:.0%}) {what}"
+                 + ("; only the steps between had some spread" if share.zero < share.rows
+                    else "") + f": {WHAT[kind]}. Those steps give zero advantage and teach "
+                 "nothing."),
+        evidence={"zero_spread_step_share": r3(share.value), "rows": share.rows,
+                  "steps_with_spread": share.rows - share.zero,
+                  "second_half_share": r3(share.recent), "warning_from_share": MOST_SHARE,
+                  "kind": kind, **ev, "exact_signal": True},
+        actions=ACTIONS[kind], metric=source)
+
+
 def detect(view: View) -> list[Finding]:
     s, source = signal(view)
-    if s is None:
-        return []
-    found, exact = _windowed(s), False
-    if found is None:
+    found, exact = (None, False) if s is None else (_windowed(s), False)
+    if s is not None and found is None:
         found, exact = _exact(s), True
     if found is None:
-        return []
+        picked = share_source(view)
+        share = _share_finding(view, *picked) if picked else None
+        return [share] if share else []
     start, current = found
     kind, ev = classify(view, start, s.last)
     severity = "critical" if current >= CRITICAL else "warning"
@@ -136,5 +255,11 @@ def detect(view: View) -> list[Finding]:
         actions=ACTIONS[kind], metric=source)]
 
 
-DETECTORS = (Detector("zero_spread", (METRIC, "reward", REWARD_STD, ZERO_STD_STEPS), detect,
+DETECTORS = (Detector("zero_spread", (METRIC, "reward", REWARD_STD, ZERO_STD_STEPS,
+                                      ZERO_SPREAD_STEPS, REWARD_ZERO_STEPS), detect,
                       needs=(METRIC, REWARD_STD)),)
+# A group twice as large is far likelier to hold both a pass and a fail (p^G + (1-p)^G falls
+# with G), so more groups give an advantage; the dry run shows that share per group size.
+FIXES = {"zero_reward_spread": Fix("doubling the group size makes a group with mixed outcomes "
+                                   "likelier, so more groups teach something",
+                                   (Scale("num_generations", 2),))}

@@ -27,6 +27,7 @@ from grpodeck.client.run import (  # noqa: F401  (encode_value, rows_from_logs: 
     encode_value,
     init,
     rows_from_logs,
+    stamped,
 )
 from grpodeck.client.sender import Sender
 from grpodeck.client.system import SystemSampler
@@ -56,6 +57,9 @@ class SenderCallback(TrainerCallback):
 
     sender: Sender | None = None
     sampler: SystemSampler | None = None  # system metrics (grpodeck.client.system)
+    # Rows carry the client's time (``run.stamped``) where a run may be delivered long after it
+    # was logged (``init``'s spool folder); the worker's runs are registered before they start.
+    stamp_rows = False
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -64,7 +68,8 @@ class SenderCallback(TrainerCallback):
         if self.sampler is not None:  # the step its samples carry; tokens/s for this row
             logs = {**logs, **self.sampler.note(state.global_step, logs)}
         self._before_rows(state, logs)
-        self.sender.put_rows(rows_from_logs(state.global_step, logs))
+        rows = rows_from_logs(state.global_step, logs)
+        self.sender.put_rows(stamped(rows) if self.stamp_rows else rows)
         self._obey(control)
 
     def _before_rows(self, state: TrainerState, logs: dict[str, Any]) -> None:
@@ -106,7 +111,10 @@ class DeckCallback(SenderCallback):
     checkpoint folder the trainer saves (``save_steps``) to the run's Artifacts tab, waiting for
     the upload at each save (a failed upload is a warning). ``system_metrics``: sample CPU,
     memory, GPU and tokens/s every ``system_seconds`` (``grpodeck.client.system``).
+    ``metric_map``: keys your own logging adds -> the Deck's names (``{"acc": "reward"}``).
     """
+
+    stamp_rows = True
 
     def __init__(self, url: str | None = None, name: str | None = None, api_key: str | None = None,
                  *, spool_dir: str | Path | None = None, flush_seconds: float = 2.0,
@@ -115,10 +123,12 @@ class DeckCallback(SenderCallback):
                  tags: list[str] | None = None, group: str | None = None,
                  alerts: AlertRules | dict[str, Any] | None = None,
                  strict: bool = False, artifacts: bool = False, system_metrics: bool = True,
-                 system_seconds: float | None = None) -> None:
+                 system_seconds: float | None = None,
+                 metric_map: dict[str, str] | None = None) -> None:
         self.url, self.name, self.api_key = url, name, api_key
         self.artifacts = artifacts
         self.system_metrics, self.system_seconds = system_metrics, system_seconds
+        self.metric_map = metric_map
         self.spool_dir = Path(spool_dir) if spool_dir else None
         self.flush_seconds = flush_seconds
         self.rollout_every, self.rollout_groups = max(1, rollout_every), rollout_groups
@@ -169,7 +179,8 @@ class DeckCallback(SenderCallback):
                         spool_dir=self.spool_dir or Path(args.output_dir or ".") /
                         "grpodeck-spool", flush_seconds=self.flush_seconds,
                         timeout=self.timeout, finish_deadline=self.finish_deadline,
-                        system_metrics=self.system_metrics, system_seconds=self.system_seconds)
+                        system_metrics=self.system_metrics, system_seconds=self.system_seconds,
+                        metric_map=self.metric_map)
         self.sender, self.sampler = self.run.sender, self.run.sampler
         if self.sender is not None and self._trainer is None and self.rollout_groups > 0:
             self._warn_once("rollouts", "grpodeck: metrics only; call DeckCallback.attach(trainer)"

@@ -2,14 +2,21 @@
 ``run.log({...}, step=N)``, ``run.finish()``. PyTorch loops, verl, OpenRLHF or a notebook report
 the way a TRL script does with ``DeckCallback``, which is itself a thin user of ``Run``.
 
-The training thread only enqueues: rows go through the same ``Sender`` (background thread, disk
-spool, exactly-once delivery) as every other reporter. Registering (``POST /api/runs``, source
+The training thread only enqueues: rows and rollouts go through the same ``Sender``
+(background thread, disk spool, exactly-once delivery) as every other reporter, into the run's
+own spool folder (``grpodeck.client.rundir``). Registering (``POST /api/runs``, source
 external) and finishing wait on the network; nothing in between does.
 
-Reporting never breaks training unless asked: a Deck that cannot be reached, or refuses the key,
-is a warning and the run goes on unreported; ``strict=True`` raises ``DeckUnavailable`` instead
-(at ``init``, before any step is spent). Options the server refuses (a bad tag, an alert
-destination the outbound policy forbids: 422) always raise ``DeckRefused``, naming the field.
+Reporting never breaks training unless asked, and never loses what was logged: a Deck that
+cannot be reached at ``init`` is a warning, the run is spooled locally (its definition, rows
+and rollouts, in step order with their time stamps) and the sender thread registers it when
+the Deck answers (with back-off, never blocking ``log``), then delivers everything. A process
+that ends first leaves the folder for ``grpodeck-client sync DIR``; ``finish`` prints one line
+saying what was not delivered and that command. A Deck that refuses the key (401/403) is not
+retried (the folder waits for ``sync`` with the right key). ``strict=True`` raises
+``DeckUnavailable`` instead (at ``init``, before any step is spent). Options the server refuses
+(a bad tag, an alert destination the outbound policy forbids: 422) always raise
+``DeckRefused``, naming the field.
 """
 
 from __future__ import annotations
@@ -17,19 +24,22 @@ from __future__ import annotations
 import logging
 import math
 import os
+import shlex
 import sys
-import uuid
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 import httpx
 
-from grpodeck.client.sender import Sender, Target
+from grpodeck.client.rundir import RunDir
+from grpodeck.client.sender import RetryLater, Sender, Target
 from grpodeck.client.system import SystemSampler, start_sampler
 from grpodeck.contract.alerts import AlertRules
 from grpodeck.contract.artifacts import ArtifactOut
-from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
+from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut, Vocabulary
 
 log = logging.getLogger("grpodeck.client")
 
@@ -40,6 +50,10 @@ GUARD_RAIL_PREFIX = "stopped by diagnostics: "  # the server's stop reason for i
 
 class DeckUnavailable(RuntimeError):
     """``strict=True`` and the Deck could not be reached or refused the credentials."""
+
+
+class CredentialsRefused(DeckUnavailable):
+    """The Deck refused the API key (401/403): trying again with the same key cannot help."""
 
 
 class DeckRefused(ValueError):
@@ -76,6 +90,13 @@ def rows_from_logs(step: int, logs: dict[str, Any]) -> list[dict[str, Any]]:
         if value is not None:
             (evals if name.startswith("eval_") else train)[name] = value
     return [{"step": step, "metrics": m} for m in (train, evals) if m]
+
+
+def stamped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with the client's time (Unix seconds) as ``time``: kept in the spool with the row,
+    so a run delivered later still says when each step happened (the Deck ignores it today)."""
+    now = round(time.time(), 3)
+    return [{**row, "time": now} for row in rows]
 
 
 def config_value(value: Any) -> Any:
@@ -115,14 +136,17 @@ def stopped_reason(stop: bool, reason: str | None, run_over: bool) -> str | None
 
 
 class Run:
-    """One run reporting to GRPO Deck (see ``init``). When registering failed (and not
-    ``strict``) every method is a no-op, so a loop never needs to check."""
+    """One run reporting to GRPO Deck (see ``init``). Until the Deck registers it (it did not
+    answer at ``init``) everything logged waits in ``spool`` and ``id`` is None; a loop never
+    needs to check."""
 
     def __init__(self, url: str, name: str, info: ExternalRunOut | None,
                  sender: Sender | None, finish_deadline: float,
-                 sampler: SystemSampler | None = None) -> None:
+                 sampler: SystemSampler | None = None, spool: RunDir | None = None) -> None:
         self.url, self.name, self.info, self.sender = url, name, info, sender
         self.sampler = sampler
+        self.spool = spool
+        self._late_id: int | None = None  # a late registration's id, after finish
         self.finish_deadline = finish_deadline
         self.status: str | None = None  # the final status, once finished
         self._step = -1
@@ -130,7 +154,13 @@ class Run:
 
     @property
     def id(self) -> int | None:
-        return self.info.id if self.info else None
+        """The Deck's run id; None while the run is not registered."""
+        if self.info is not None:
+            return self.info.id
+        sender = self.sender
+        if sender is not None and sender.target is not None:
+            return int(sender.target.run_id)  # registered late, by the sender thread
+        return self._late_id
 
     @property
     def should_stop(self) -> bool:
@@ -152,7 +182,7 @@ class Run:
         if self.sampler is not None:  # the step its samples carry; tokens/s for this row
             metrics = {**metrics, **self.sampler.note(self._step, metrics)}
         if self.sender is not None:
-            self.sender.put_rows(rows_from_logs(self._step, metrics))
+            self.sender.put_rows(stamped(rows_from_logs(self._step, metrics)))
 
     def log_rollouts(self, step: int, groups: list[dict[str, Any]]) -> None:
         """Queue sampled groups for ``step`` (the shape of ``grpodeck.contract.wire.Group``:
@@ -167,7 +197,9 @@ class Run:
         Waits for the upload (streamed, never read whole into memory). A bad name or a refusal
         (too large: 413) raises ``ArtifactError``; an unreachable Deck is a warning and None.
         Only uploads: a path on this machine means nothing to the server."""
-        if self.sender is None:
+        if self.sender is None or self.sender.target is None:
+            if self.sender is not None:
+                log.warning("grpodeck: %s was not uploaded: the run is not registered yet", path)
             return None
         from grpodeck.client.artifacts import ArtifactError, packed, send
 
@@ -197,17 +229,23 @@ class Run:
         sender, self.sender = self.sender, None
         if sender is None:
             return self.status
-        if not sender.close(self.finish_deadline):
-            log.warning("grpodeck: %d rows were not delivered; they are in %s",
-                        sender.pending(), sender.spool_path)
+        delivered = sender.close(self.finish_deadline)
+        self._late_id = int(sender.target.run_id) if sender.target is not None else None
         state = sender.state
         self._stopped = stopped_reason(state.stop, state.stop_reason, state.run_over)
-        if not state.run_over:
-            failed = status != "succeeded"
-            self.status = sender.finish(1 if failed else 0, (error or status)[:4_000]
-                                        if failed else None)
-            print(f"GRPO Deck: run {sender.target.run_id} ended {self.status or 'unreported'}",
-                  file=sys.stderr, flush=True)
+        failed = status != "succeeded"
+        code, why = (1 if failed else 0), ((error or status)[:4_000] if failed else None)
+        if self.spool is not None:
+            self.spool.save_finish(code, why)  # for `grpodeck-client sync` if not sent here
+        if delivered and not state.run_over:  # else `sync` ends it once its rows are in
+            self.status = sender.finish(code, why)
+            if self.status and self.spool is not None:
+                self.spool.save_finish(code, why, sent=True)
+            print(f"GRPO Deck: run {sender.target.run_id if sender.target else '?'} ended "
+                  f"{self.status or 'unreported'}", file=sys.stderr, flush=True)
+        line = undelivered_line(sender, self.spool)
+        if line:
+            print(line, file=sys.stderr, flush=True)
         sender.shutdown()
         return self.status
 
@@ -237,7 +275,7 @@ def register(url: str, body: ExternalRunIn, api_key: str | None,
     if response.status_code == 422:
         raise DeckRefused(f"GRPO Deck refused the run's options: {_detail(response)}")
     if response.status_code in (401, 403):
-        raise DeckUnavailable(f"GRPO Deck at {url} refused the credentials "
+        raise CredentialsRefused(f"GRPO Deck at {url} refused the credentials "
                               f"({response.status_code}): pass api_key= or set {KEY_ENV}")
     if response.status_code != 201:
         raise DeckUnavailable(f"GRPO Deck refused the run ({response.status_code}): "
@@ -263,39 +301,108 @@ def init(url: str | None = None, name: str | None = None, *,
          api_key: str | None = None, strict: bool = False, stop_on_critical: bool = False,
          spool_dir: str | Path | None = None, flush_seconds: float = 2.0,
          timeout: float = 5.0, finish_deadline: float = 120.0, system_metrics: bool = True,
-         system_seconds: float | None = None) -> Run:
+         system_seconds: float | None = None, metric_map: dict[str, str] | None = None,
+         vocabulary: Vocabulary | None = None, rollout_spool_mb: float = 512) -> Run:
     """Register a run at ``url`` (or ``$GRPODECK_URL``) and start reporting it.
 
     ``config``: the hyperparameters shown on the run page (flat or nested dict of scalars);
     ``tags``/``group``: as on the runs list (the group is the tag ``group:NAME``); ``alerts``:
     the launch form's rules (``{"urls": [...], "min_severity": "warning", "ignore": [...]}``);
     ``api_key`` (or ``$GRPODECK_API_KEY``); ``stop_on_critical``: the guard rail may stop it;
-    ``spool_dir``: where undelivered rows wait (default ``./grpodeck-spool``);
+    ``spool_dir``: where the run's spool folder goes (default ``./grpodeck-spool``): rows and
+    rollouts wait there until delivered, the whole run when the Deck is down at ``init``;
+    ``rollout_spool_mb``: undelivered rollouts kept on disk (past it the oldest are dropped,
+    counted and reported at ``finish``);
     ``system_metrics``: sample CPU %, RSS, GPU memory/utilisation and tokens/s as ``system/*``
     every ``system_seconds`` (default ``$GRPODECK_SYSTEM_SECONDS`` or 10; see
-    ``grpodeck.client.system``)."""
+    ``grpodeck.client.system``);
+    ``metric_map``: your keys -> the Deck's names (``{"mean_reward": "reward"}``), applied by
+    the server to every batch of the run, so its charts and checks read them;
+    ``vocabulary``: the trainer whose names you log ("verl", "openrlhf", "trl"; by default
+    the server recognises verl's and OpenRLHF's names from the first keys sent)."""
     url, name = env_url(url), name or "external run"
     try:
         rules = AlertRules.model_validate(alerts) if isinstance(alerts, dict) else alerts
         body = ExternalRunIn(source="external", name=name, tags=list(tags or []), group=group,
                              alerts=rules, spec={**flat_config(config),
-                                                 "stop_on_critical": stop_on_critical})
+                                                 "stop_on_critical": stop_on_critical},
+                             metric_map=metric_map or None, vocabulary=vocabulary)
     except ValueError as exc:  # pydantic's ValidationError: the same rules the server applies
         raise DeckRefused(f"GRPO Deck would refuse the run's options: {exc}") from exc
+    api_key = api_key or os.environ.get(KEY_ENV)
+    info, why = None, f"no GRPO Deck url (pass url= or set {URL_ENVS[0]})"
+    retry = False
     try:
         if not url:
-            raise DeckUnavailable(f"no GRPO Deck url: pass url= or set {URL_ENVS[0]}")
-        info = register(url, body, api_key or os.environ.get(KEY_ENV), timeout)
+            raise DeckUnavailable(why)
+        info = register(url, body, api_key, timeout)
     except DeckUnavailable as exc:
         if strict:
             raise
-        log.warning("grpodeck: %s; training goes on without reporting", exc)
-        return Run(url, name, None, None, finish_deadline)
-    spool_path = (Path(spool_dir) if spool_dir else Path("grpodeck-spool")) / \
-        f"run-{info.id}-{uuid.uuid4().hex[:8]}.metrics.jsonl"
-    sender = Sender(Target(url, info.id, info.token), spool_path, flush_seconds=flush_seconds,
-                    timeout=timeout)
+        why, retry = str(exc), bool(url) and not isinstance(exc, CredentialsRefused)
+    spool = RunDir.create(Path(spool_dir) if spool_dir else Path("grpodeck-spool"), url, body)
+    if info is not None:
+        spool.save_registration(info)
+    else:
+        log.warning("grpodeck: %s; training goes on and the run is kept in %s (%s)", why,
+                    spool.path, "registered and delivered when the Deck answers" if retry
+                    else f"deliver it with: {sync_command(spool, url)}")
+    sender = Sender(Target(url, info.id, info.token) if info else None, spool.metrics_path,
+                    rollout_path=spool.rollouts_path, flush_seconds=flush_seconds,
+                    timeout=timeout, rollout_spool_bytes=int(rollout_spool_mb * 2**20),
+                    registrar=registrar(url, body, api_key, timeout, spool) if retry else None)
     sender.start()
-    print(f"GRPO Deck: run {info.id} is live at {info.url}", file=sys.stderr, flush=True)
+    if info is not None:
+        print(f"GRPO Deck: run {info.id} is live at {info.url}", file=sys.stderr, flush=True)
     return Run(url, name, info, sender, finish_deadline,
-               start_sampler(sender.put_rows, system_metrics, system_seconds))
+               start_sampler(sender.put_rows, system_metrics, system_seconds), spool)
+
+
+def registrar(url: str, body: ExternalRunIn, api_key: str | None, timeout: float,
+              spool: RunDir) -> Callable[[], Target]:
+    """What the sender thread calls until the Deck registers the run (see ``Sender``)."""
+    def attempt() -> Target:
+        try:
+            info = register(url, body, api_key, timeout)
+        except CredentialsRefused as exc:
+            raise ValueError(str(exc)) from None  # give up: `sync` with the right key
+        except DeckUnavailable as exc:
+            raise RetryLater(str(exc)) from None
+        spool.save_registration(info)
+        print(f"GRPO Deck: run {info.id} is live at {info.url} (registered once the Deck "
+              "answered; sending what was kept)", file=sys.stderr, flush=True)
+        return Target(url, info.id, info.token)
+    return attempt
+
+
+def sync_command(spool: RunDir, url: str | None = None) -> str:
+    """The command that delivers ``spool`` (with ``--url`` when it holds no address)."""
+    if url is None:
+        try:
+            url = spool.definition()[0]
+        except ValueError:
+            url = ""
+    return f"grpodeck-client sync {shlex.quote(str(spool.path))}" + ("" if url else " --url URL")
+
+
+def undelivered_line(sender: Sender, spool: RunDir | None) -> str | None:
+    """One line saying what did not reach the Deck and how to deliver it; None when all did."""
+    state, parts = sender.state, []
+    rows, steps = sender.pending(), sender.rollouts.pending()
+    if rows or steps:
+        parts.append(f"{rows} rows and {steps} rollout steps were not delivered"
+                     + ("" if sender.target else " (the run is not registered: "
+                        f"{state.not_registered or state.last_error or 'the Deck did not answer'})"))
+    if sender.rollouts_dropped:
+        parts.append(f"{sender.rollouts_dropped} rollout steps were dropped at the spool's bound "
+                     f"({(sender.rollouts.max_pending_bytes or 0) / 2**20:.0f} MB)")
+    if state.rows_dropped or state.rollouts_refused:
+        parts.append(f"the Deck refused {state.rows_dropped} rows and "
+                     f"{state.rollouts_refused} rollout steps")
+    if not parts:
+        return None
+    if (rows or steps) and spool is not None:
+        where = f"they are in {spool.path}: run `{sync_command(spool)}` when the Deck answers"
+    else:
+        where = f"spool: {sender.spool_path.parent}"
+    return "GRPO Deck: " + "; ".join(parts) + "; " + where

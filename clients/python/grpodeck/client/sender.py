@@ -8,7 +8,14 @@ to send it; the thread posts what lies past the acknowledged prefix in bounded b
 the prefix (the spool's ``.acked`` line count, which the worker's supervisor replays from) only
 when the server took them. A restart of the web app, or an outage of any length, therefore
 delays rows and never drops or repeats them (the server also merges by step and name).
-Captured rollouts are samples, not the record: they wait in memory (the latest few) only.
+Captured rollouts take the same path through a spool of their own (``rollouts.jsonl`` next to
+the rows), bounded by size in bytes (``rollout_spool_bytes``): past it the oldest undelivered
+captured steps are dropped and counted (``rollouts_dropped``), never silently
+(``grpodeck.client.linespool``).
+
+A run whose Deck did not answer at ``init`` has no target yet: the thread tries its
+``registrar`` with the same back-off while everything logged waits in the spools, then
+delivers it all in order.
 
 The server's answers:
 
@@ -36,14 +43,15 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from grpodeck.client import spool
+from grpodeck.client.linespool import Chunk, LineSpool
 from grpodeck.client.retry import retry_after
 from grpodeck.contract.wire import FinishedIn, IngestReply, MetricRow, RolloutStep
 
@@ -51,14 +59,32 @@ log = logging.getLogger("grpodeck.client")
 
 ROWS_PER_POST = 500
 _ROWS = TypeAdapter(list[MetricRow])  # the server's model over a whole batch of spooled lines
-ROLLOUTS_PER_POST = 5  # captured steps per POST (and this many waiting trigger a post)
-MAX_ROLLOUT_STEPS = 20  # captured steps kept while the server is away (oldest dropped)
+_STEPS = TypeAdapter(list[RolloutStep])
+ROLLOUTS_PER_POST = 50  # captured steps per POST (and this many waiting trigger a post)
+ROLLOUT_POST_BYTES = 4 * 1024 * 1024  # ... and about this many bytes (the server takes 8 MB)
+ROLLOUT_SPOOL_BYTES = 512 * 1024 * 1024  # undelivered rollouts kept on disk (oldest dropped)
 RUN_OVER = (401, 404, 409)  # the server no longer takes reports for this run
 MIN_FLUSH_SECONDS = 0.1  # a heartbeat at most this often, a retry no sooner (never spin)
 MAX_BACKOFF = 30.0
 CLOSING_RETRY = 2.0  # while closing, a failed post is retried at least this often
 
 OK, REFUSED, FAILED, OVER = "ok", "refused", "failed", "over"
+
+
+class RetryLater(Exception):
+    """Raised by a registrar when the Deck did not answer: try again after a back-off."""
+
+
+# Registers the run: raises RetryLater to be tried again, ValueError (the Deck refused the run's
+# options: trying again cannot help) to give up.
+Registrar = Callable[[], "Target"]
+
+
+def rollouts_path_for(spool_path: Path) -> Path:
+    """Where a Sender spooling rows to ``spool_path`` spools its captured rollouts."""
+    name = spool_path.name.removesuffix(".jsonl").removesuffix(".metrics")
+    return spool_path.with_name(
+        "rollouts.jsonl" if name == "metrics" else f"{name}.rollouts.jsonl")
 
 
 def _loads(line: bytes) -> Any:
@@ -85,15 +111,11 @@ class SenderState:
     run_over: bool = False
     rows_delivered: int = 0
     rows_dropped: int = 0
+    rollouts_delivered: int = 0
+    rollouts_refused: int = 0
     failures: int = 0
     last_error: str | None = None
-    rollout_steps: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _complete_lines(path: Path) -> list[int]:
-    """The byte length of each complete (newline-ended) line of the spool."""
-    with path.open("rb") as fh:
-        return [len(line) for line in fh if line.endswith(b"\n")]
+    not_registered: str | None = None  # why registering was given up (the Deck refused it)
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -102,14 +124,21 @@ def _first_error(exc: ValidationError) -> str:
 
 
 class Sender(threading.Thread):
-    """Drain ``inbox`` into the spool; post unacknowledged rows every ``flush_seconds`` (and as
-    soon as ``batch_rows`` rows wait, when given)."""
+    """Drain ``inbox`` into the spools; post unacknowledged rows and rollouts every
+    ``flush_seconds`` (and as soon as ``batch_rows`` rows wait, when given).
 
-    def __init__(self, target: Target, spool_path: Path, *, flush_seconds: float = 2.0,
+    ``target`` None: the run is not registered yet; ``registrar`` is tried (with back-off) on
+    this thread until it returns the target, while everything logged waits in the spools."""
+
+    def __init__(self, target: Target | None, spool_path: Path, *, flush_seconds: float = 2.0,
                  batch_rows: int | None = None, queue_size: int = 10_000,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, rollout_path: Path | None = None,
+                 rollout_spool_bytes: int = ROLLOUT_SPOOL_BYTES,
+                 registrar: Registrar | None = None) -> None:
         super().__init__(name="grpodeck-sender", daemon=True)
         self.target = target
+        self.registrar = registrar
+        self.timeout = timeout
         self.spool_path = Path(spool_path)
         self.flush_seconds = max(MIN_FLUSH_SECONDS, flush_seconds)
         self.batch_rows = batch_rows
@@ -117,23 +146,21 @@ class Sender(threading.Thread):
         self.state = SenderState()
         self._closing = threading.Event()
         self._stopped = threading.Event()
-        self._spool_lock = threading.Lock()
         self._server_wait: float | None = None  # the last failure's Retry-After, if it had one
-        self._http = httpx.Client(base_url=target.base_url.rstrip("/"), timeout=timeout,
-                                  headers={"Authorization": f"Bearer {target.token}"})
-        self.spool_path.parent.mkdir(parents=True, exist_ok=True)
-        self.spool_path.touch()
-        # A spool that already holds lines (a reused output dir) keeps its acknowledged prefix;
-        # a torn last line (a process killed mid-write) is ended, so new rows start clean.
-        with self.spool_path.open("rb+") as fh:
-            if fh.seek(0, 2) > 0:
-                fh.seek(-1, 2)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-        sizes = _complete_lines(self.spool_path)
-        self._acked_lines = min(spool.acked(self.spool_path), len(sizes))
-        self._offset = sum(sizes[:self._acked_lines])  # bytes the server has acknowledged
-        self._spooled_lines = len(sizes)
+        # Held while queued items move to the spools: a full queue spools on the training
+        # thread, and what is still queued must reach a spool before its (later) lines (issue
+        # 31: a fast loop's spool out of step order made the server skip half of a run).
+        self._order_lock = threading.RLock()
+        self._queued = threading.Event()  # set after each put: the thread's wake-up
+        self.rows = LineSpool(self.spool_path)
+        self.rollouts = LineSpool(rollout_path or rollouts_path_for(self.spool_path),
+                                  max_pending_bytes=rollout_spool_bytes, compact=True)
+        self._http = self._client(target) if target is not None else None
+        self._warned_drop = 0
+
+    def _client(self, target: Target) -> httpx.Client:
+        return httpx.Client(base_url=target.base_url.rstrip("/"), timeout=self.timeout,
+                            headers={"Authorization": f"Bearer {target.token}"})
 
     # -- training thread -------------------------------------------------------------------
     def put_rows(self, rows: list[dict[str, Any]]) -> None:
@@ -143,15 +170,28 @@ class Sender(threading.Thread):
         try:
             self.inbox.put_nowait(("rows", rows))
         except queue.Full:
-            self._spool(rows)
+            with self._order_lock:
+                self._drain()  # what was queued before these rows goes first
+                self.rows.append(rows)
+        self._queued.set()
 
     def put_rollouts(self, step: int, groups: list[dict[str, Any]]) -> None:
+        """Like rows: spooled (on this thread when the queue is full), never dropped here."""
         if not groups or self.state.run_over:
             return
+        line = {"step": int(step), "groups": groups, "time": round(time.time(), 3)}
         try:
-            self.inbox.put_nowait(("rollouts", {"step": int(step), "groups": groups}))
+            self.inbox.put_nowait(("rollouts", line))
         except queue.Full:
-            pass  # samples: dropping one is harmless
+            with self._order_lock:
+                self._drain()
+                self.rollouts.append([line])
+        self._queued.set()
+
+    @property
+    def rollouts_dropped(self) -> int:
+        """Captured steps dropped at the rollout spool's size bound (never sent)."""
+        return self.rollouts.dropped
 
     def close(self, deadline: float) -> bool:
         """Deliver everything queued and spooled, for at most ``deadline`` seconds, then stop
@@ -164,17 +204,19 @@ class Sender(threading.Thread):
         self._stopped.set()
         self._wake()
         self._settle()
-        return self.state.run_over or self.pending() == 0
+        return self.state.run_over or (self.pending() == 0 and self.rollouts.pending() == 0
+                                       and self.target is not None)
 
     def pending(self) -> int:
         """Spooled rows the server has not acknowledged."""
-        return self._spooled_lines - self._acked_lines
+        return self.rows.pending()
 
     def _wake(self) -> None:
         try:
             self.inbox.put_nowait(("wake", None))
         except queue.Full:
             pass  # a full queue wakes the thread anyway
+        self._queued.set()
 
     # -- this thread -----------------------------------------------------------------------
     def run(self) -> None:
@@ -183,7 +225,7 @@ class Sender(threading.Thread):
         try:
             while not self._stopped.is_set():
                 self._drain()
-                if self.state.run_over:
+                if self.state.run_over or self._given_up(closing_seen):
                     break
                 if self._closing.is_set() and not closing_seen:
                     closing_seen, next_post = True, 0.0
@@ -191,7 +233,7 @@ class Sender(threading.Thread):
                     return
                 if time.monotonic() >= next_post or self._batch_due():
                     try:
-                        delivered_all = self._post_all()
+                        delivered_all = self._register() and self._post_all()
                     except Exception as exc:  # a bug here must not end reporting
                         log.exception("grpodeck: unexpected error while sending")
                         self._failed(repr(exc))
@@ -204,23 +246,50 @@ class Sender(threading.Thread):
         finally:
             self._settle()
 
+    def _given_up(self, closing: bool) -> bool:
+        """Not registered and never will be here (no registrar, or the Deck refused it): the
+        thread only spools, and stops once the run is closing."""
+        unregistrable = self.target is None and (
+            self.registrar is None or self.state.not_registered is not None)
+        return unregistrable and (closing or self._closing.is_set())
+
+    def _register(self) -> bool:
+        """True once the run has its target; otherwise one registration attempt."""
+        if self.target is not None:
+            return True
+        if self.registrar is None or self.state.not_registered is not None:
+            return False
+        try:
+            target = self.registrar()
+        except RetryLater as exc:
+            self._failed(str(exc))
+            return False
+        except ValueError as exc:  # the Deck refused the run's options: keep the spool
+            self.state.not_registered = str(exc) or type(exc).__name__
+            log.warning("grpodeck: the Deck refused to register the run (%s); it stays in %s",
+                        self.state.not_registered, self.spool_path.parent)
+            return False
+        self._http, self.target = self._client(target), target
+        self._back()
+        return True
+
     def _caught_up(self) -> bool:
-        return self._spooled_lines == self._acked_lines and not self.state.rollout_steps
+        return self.target is not None and self.rows.pending() == 0 and \
+            self.rollouts.pending() == 0
 
     def _sleep_until(self, when: float) -> None:
-        """Block on the queue until an item arrives or ``when``: no polling while idle."""
-        try:
-            item = self.inbox.get(timeout=max(0.0, when - time.monotonic()))
-        except queue.Empty:
-            return
-        self._drain(item)
+        """Wait until something is queued or ``when``: no polling while idle. Items leave the
+        queue only under the order lock (``_drain``), never while waiting: an item taken out
+        of the lock could reach the spool after newer rows the training thread spooled."""
+        if self._queued.wait(timeout=max(0.0, when - time.monotonic())):
+            self._queued.clear()
+            self._drain()
 
     def _batch_due(self) -> bool:
-        if self.state.failures:
-            return False  # backing off: new rows wait for the next try
-        waiting = self._spooled_lines - self._acked_lines
-        return (self.batch_rows is not None and waiting >= self.batch_rows) or len(
-            self.state.rollout_steps) >= ROLLOUTS_PER_POST
+        if self.state.failures or self.target is None:
+            return False  # backing off (or not registered): new rows wait for the next try
+        return (self.batch_rows is not None and self.rows.pending() >= self.batch_rows) or \
+            self.rollouts.pending() >= ROLLOUTS_PER_POST
 
     def _backoff(self) -> float:
         """The server's Retry-After when it gave one, else doubling from flush_seconds."""
@@ -228,64 +297,56 @@ class Sender(threading.Thread):
             return min(MAX_BACKOFF, max(MIN_FLUSH_SECONDS, self._server_wait))
         return min(MAX_BACKOFF, self.flush_seconds * 2 ** min(self.state.failures, 5))
 
-    def _spool(self, rows: list[dict[str, Any]]) -> None:
-        with self._spool_lock:
-            spool.append(self.spool_path, rows)
-            self._spooled_lines += len(rows)
+    def _drain(self) -> None:
+        with self._order_lock:
+            self._drain_in_order()
 
-    def _drain(self, first: tuple[str, Any] | None = None) -> None:
+    def _drain_in_order(self) -> None:
         rows: list[dict[str, Any]] = []
-        item = first
+        steps: list[dict[str, Any]] = []
+        item: tuple[str, Any] | None = None
         while True:
             if item is not None:
                 kind, payload = item
                 if kind == "rows":
                     rows.extend(payload)
                 elif kind == "rollouts":
-                    self.state.rollout_steps.append(payload)
-                    del self.state.rollout_steps[:-MAX_ROLLOUT_STEPS]
+                    steps.append(payload)
             try:
                 item = self.inbox.get_nowait()
             except queue.Empty:
                 break
-        if rows:
-            self._spool(rows)
+        self.rows.append(rows)
+        self.rollouts.append(steps)
+        self._warn_dropped()
+
+    def _warn_dropped(self) -> None:
+        if self.rollouts.dropped and not self._warned_drop:
+            log.warning("grpodeck: the rollout spool %s is past its bound of %d bytes; the oldest "
+                        "undelivered captured steps are dropped (counted, reported at finish)",
+                        self.rollouts.path, self.rollouts.max_pending_bytes or 0)
+        self._warned_drop = self.rollouts.dropped
 
     def _settle(self) -> None:
         """Whatever is still queued goes to the spool; a run that is over has nothing left to
         send, so its spool is marked done (the supervisor's replay would only be refused)."""
         self._drain()
-        if not self.state.run_over:
-            return
-        with self._spool_lock:
-            sizes = _complete_lines(self.spool_path)
-            self._acked_lines, self._offset = len(sizes), sum(sizes)
-            spool.mark_acked(self.spool_path, self._acked_lines)
-        self.state.rollout_steps.clear()
+        if self.state.run_over:
+            self.rows.ack_all()
+            self.rollouts.ack_all()
 
-    def _unsent(self) -> tuple[list[bytes], list[int]]:
-        """Up to ROWS_PER_POST unacknowledged lines of the spool, as written, and the byte
-        length of each."""
-        lines: list[bytes] = []
-        with self._spool_lock, self.spool_path.open("rb") as fh:
-            fh.seek(self._offset)
-            for line in fh:
-                if not line.endswith(b"\n") or len(lines) >= ROWS_PER_POST:
-                    break
-                lines.append(line)
-        return lines, [len(line) for line in lines]
-
-    def _rows_json(self, lines: list[bytes]) -> tuple[bytes, int]:
-        """The rows as the body's JSON array, and how many. The spooled lines are sent as they
+    def _json(self, lines: list[bytes], adapter: TypeAdapter[Any], model: type[BaseModel],
+              what: str) -> tuple[bytes, int]:
+        """The lines as the body's JSON array, and how many. The spooled lines are sent as they
         were written once the server's own model accepts all of them in one pass (parsed and
         checked in pydantic-core, no Python object per row); otherwise each line is checked and
-        only the rows it accepts are sent."""
+        only the items it accepts are sent."""
         joined = b"[" + b",".join(lines) + b"]"
         try:
-            _ROWS.validate_json(joined)
+            adapter.validate_json(joined)
             return joined, len(lines)
         except ValidationError:
-            good = self._valid(MetricRow, [_loads(line) for line in lines], "rows")
+            good = self._valid(model, [_loads(line) for line in lines], what)
             return json.dumps([r.model_dump(mode="json") for r in good]).encode(), len(good)
 
     def _valid(self, model: type[BaseModel], items: list[Any], what: str) -> list[Any]:
@@ -300,42 +361,42 @@ class Sender(threading.Thread):
             log.warning("grpodeck: dropping %d %s the server would refuse (%s)", bad, what, why)
             if what == "rows":
                 self.state.rows_dropped += bad
+            else:
+                self.state.rollouts_refused += bad
         return good
 
     def _post_all(self) -> bool:
-        """Post every unacknowledged row (an empty batch is the heartbeat). False on failure."""
+        """Post every unacknowledged row and captured step (an empty batch is the heartbeat).
+        False on failure."""
         while not self._stopped.is_set():
-            lines, sizes = self._unsent()
-            rollouts = self.state.rollout_steps[:ROLLOUTS_PER_POST]
-            rows_json, n_rows = self._rows_json(lines)
-            steps = self._valid(RolloutStep, rollouts, "rollout steps")
-            if lines and not n_rows and not steps:
+            rows = self.rows.unsent(ROWS_PER_POST)
+            steps = self.rollouts.unsent(ROLLOUTS_PER_POST, ROLLOUT_POST_BYTES)
+            rows_json, n_rows = self._json(rows.lines, _ROWS, MetricRow, "rows")
+            steps_json, n_steps = self._json(steps.lines, _STEPS, RolloutStep, "rollout steps")
+            if (rows.lines or steps.lines) and not n_rows and not n_steps:
                 outcome = REFUSED  # nothing left worth a round trip
             else:
                 body = b'{"rows":' + rows_json
-                if steps:
-                    body += b',"rollouts":' + json.dumps(
-                        [step.model_dump(mode="json") for step in steps]).encode()
-                outcome = self._post(body + b"}", n_rows)
+                if n_steps:
+                    body += b',"rollouts":' + steps_json
+                outcome = self._post(body + b"}", n_rows, n_steps)
             if outcome in (FAILED, OVER):
                 return False
-            self._acked(sizes, len(rollouts), delivered=outcome == OK)
-            if len(lines) < ROWS_PER_POST and not self.state.rollout_steps:
+            self._acked(rows, steps, n_rows, n_steps, delivered=outcome == OK)
+            if len(rows.lines) < ROWS_PER_POST and not self.rollouts.pending():
                 return True
         return False
 
-    def _acked(self, sizes: list[int], n_rollouts: int, delivered: bool) -> None:
-        del self.state.rollout_steps[:n_rollouts]
-        if not sizes:
-            return
-        with self._spool_lock:
-            self._offset += sum(sizes)
-            self._acked_lines += len(sizes)
-            spool.mark_acked(self.spool_path, self._acked_lines)
+    def _acked(self, rows: Chunk, steps: Chunk, n_rows: int, n_steps: int,
+               delivered: bool) -> None:
+        self.rows.ack(rows)
+        self.rollouts.ack(steps)
         if delivered:
-            self.state.rows_delivered += len(sizes)
+            self.state.rows_delivered += n_rows
+            self.state.rollouts_delivered += n_steps
 
-    def _post(self, body: bytes, n_rows: int) -> str:
+    def _post(self, body: bytes, n_rows: int, n_steps: int = 0) -> str:
+        assert self._http is not None and self.target is not None  # registered before posting
         try:
             response = self._http.post(f"/api/runs/{self.target.run_id}/metrics", content=body,
                                        headers={"Content-Type": "application/json"})
@@ -351,9 +412,10 @@ class Sender(threading.Thread):
             return self._failed(f"HTTP {status}: {response.text[:200]}", retry_after(response))
         self._back()
         if status >= 400:  # refused for good: resending would fail forever
-            log.warning("grpodeck: the server refused %d rows (HTTP %d: %s); dropping them",
-                        n_rows, status, response.text[:200])
+            log.warning("grpodeck: the server refused %d rows and %d rollout steps (HTTP %d: "
+                        "%s); dropping them", n_rows, n_steps, status, response.text[:200])
             self.state.rows_dropped += n_rows
+            self.state.rollouts_refused += n_steps
             return REFUSED
         self._reply(response)
         return OK
@@ -375,7 +437,7 @@ class Sender(threading.Thread):
 
     def _failed(self, why: str, server_wait: float | None = None) -> str:
         self._server_wait = server_wait
-        if not self.state.failures:
+        if not self.state.failures and self.target is not None:  # (init warned when unregistered)
             log.warning("grpodeck: cannot report to %s (%s); rows are kept in %s and sent when "
                         "it answers", self.target.base_url, why, self.spool_path)
         self.state.failures += 1
@@ -384,7 +446,10 @@ class Sender(threading.Thread):
 
     # -- after close -----------------------------------------------------------------------
     def finish(self, returncode: int, error: str | None = None, attempts: int = 5) -> str | None:
-        """Report how training ended; the run's final status, or None when it never arrived."""
+        """Report how training ended; the run's final status, or None when it never arrived
+        (or the run was never registered)."""
+        if self._http is None or self.target is None:
+            return None
         body = FinishedIn(returncode=returncode, error=error).model_dump(mode="json")
         for attempt in range(attempts):
             wait = min(8.0, 0.5 * 2 ** attempt)
@@ -403,5 +468,5 @@ class Sender(threading.Thread):
         daemon thread ends with it, bounded by the client's timeout)."""
         self._stopped.set()
         self._wake()
-        if not self.is_alive():
+        if not self.is_alive() and self._http is not None:
             self._http.close()

@@ -35,11 +35,14 @@ def _plain(config: Any) -> dict[str, Any]:
 
 class DeckTracking:
     """One verl experiment reported to GRPO Deck as a run named ``experiment_name`` in the group
-    ``project_name`` (keyword arguments go to ``grpodeck.client.init``)."""
+    ``project_name`` (keyword arguments go to ``grpodeck.client.init``). verl's names
+    (``critic/score/mean``, ``actor/entropy``, ...) are read as the Deck's (``reward``,
+    ``entropy``, ...) by the server's verl vocabulary; ``metric_map`` adds your own keys."""
 
     def __init__(self, project_name: str, experiment_name: str, config: Any = None,
                  **options: Any) -> None:
         options.setdefault("group", project_name)
+        options.setdefault("vocabulary", "verl")  # read as the Deck's names from the first step
         self.run: Run = init(name=experiment_name, config=_plain(config), **options)
         atexit.register(self.finish)
 

@@ -1,0 +1,2 @@
+"""The compare page: several runs' metrics overlaid by step, their findings and spec
+differences."""

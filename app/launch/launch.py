@@ -1,0 +1,37 @@
+"""Store a run and queue it: the one path shared by the form, the JSON API and the CLI."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.orm import Session
+
+from app.alerts.egress import check_destinations
+from app.launch import launcher
+from app.runs import lifecycle, service
+from app.runs.models import Run
+from grpodeck.contract.spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+
+def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
+           parent_id: int | None = None, smoke_full_steps: int | None = None,
+           sweep_id: str | None = None) -> Run:
+    """Commit the run first, then queue it; a broker failure fails the run visibly, never
+    loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
+    test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
+    belongs to. Its alert destinations must pass the outbound URL policy (else a 422 naming
+    ``alerts.urls``)."""
+    check_destinations(spec.alerts.urls)
+    run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
+    run.smoke_full_steps = smoke_full_steps
+    run.sweep_id = sweep_id
+    db.commit()
+    try:
+        run.task_id = launcher.enqueue(run, ticket)
+    except Exception as exc:
+        log.exception("could not queue run %s", run.id)
+        lifecycle.fail(run, f"could not queue the run: {exc}")
+    db.commit()
+    return run

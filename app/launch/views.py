@@ -1,0 +1,172 @@
+"""The new-run form (``/runs/new``): empty, from a preset, cloned from a run or from a dry run's
+spec; its POST validates the spec against the deployment (alert URLs, dataset columns, vLLM and
+devices on the workers) and launches it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.alerts import egress
+from app.alerts.rules import rules_of, split_urls
+from app.auth.identity import CurrentIdentity
+from app.core.config import get_settings
+from app.core.db import SessionDep
+from app.core.templating import templates
+from app.datasets.columns import missing_column_problem
+from app.datasets.store import list_names
+from app.diagnostics.fixes import Proposal, propose
+from app.dryruns.api import dry_run_or_404
+from app.health.models import FindingRecord
+from app.launch.capabilities import device_problems, vllm_problem, worker_reports
+from app.launch.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
+from app.launch.launch import launch
+from app.launch.presets import preset_or_404
+from app.launch.rewards_api import custom_listing
+from app.runs.lookup import run_or_404
+from app.runs.models import Run
+from grpodeck.contract.alerts import unmask
+from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
+from grpodeck.contract.presets import PRESETS
+from grpodeck.contract.spec import (
+    DISTRIBUTED,
+    LOSS_TYPES,
+    MIXED_PRECISIONS,
+    SCHEDULERS,
+    VLLM_MODES,
+    RunSpec,
+)
+
+router = APIRouter(include_in_schema=False)
+ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
+            "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
+            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm", "use_peft", "lora_r",
+            "lora_alpha", "lora_dropout", "lora_target_modules", "vllm_mode",
+            "vllm_gpu_memory_utilization", "num_processes", "distributed", "mixed_precision")
+SMOKE_STEPS = 5  # the smoke test's default (app.launch.smoke.DEFAULT_STEPS)
+
+
+def form_context(values: dict[str, Any], errors: dict[str, str],
+                  parent: Run | None = None) -> dict[str, Any]:
+    """What the form page shows: the values, their errors and every choice. The dry-run and
+    smoke-test buttons answer a refused spec with this same form."""
+    uploaded = {name: "uploaded" for name in list_names(get_settings().datasets_dir)}
+    return {"values": values, "errors": errors, "models": BUILTIN_MODELS,
+            "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
+            "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
+            "summary": error_summary(errors), "presets": PRESETS,
+            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
+            "workers": worker_reports(), "custom_rewards": custom_listing(),
+            "distributed_kinds": DISTRIBUTED, "precisions": MIXED_PRECISIONS,
+            "vllm_modes": VLLM_MODES}
+
+
+def _default_values() -> dict[str, Any]:
+    return {**spec_to_form(RunSpec().model_dump(mode="json")), "smoke_steps": SMOKE_STEPS}
+
+
+def _preset_values(name: str) -> dict[str, Any]:
+    """The form filled with a preset's spec, every default included (as a clone is)."""
+    spec = RunSpec.model_validate(preset_or_404(name).spec)
+    return {**spec_to_form(spec.model_dump(mode="json")), "smoke_steps": SMOKE_STEPS,
+            "preset": name}
+
+
+def parent_of_form(db: SessionDep, raw: str | None) -> Run | None:
+    """The run a clone comes from (``?from=`` or the form's ``parent_id``); 404 if it is gone,
+    refused if it was imported (an imported log has no launchable spec)."""
+    if raw in (None, ""):
+        return None
+    try:
+        run_id = int(raw)
+    except ValueError:
+        raise HTTPException(400, f"from must be a run id, not {raw[:40]!r}") from None
+    run = run_or_404(db, run_id)
+    if run.source != "launched":
+        how = "imported" if run.source == "imported" else "reported by an outside script"
+        raise HTTPException(409, f"run {run_id} was {how}: it has no spec to launch again")
+    return run
+
+
+def fix_of(db: SessionDep, parent: Run | None, raw: int | None) -> Proposal | None:
+    """``?fix=FINDING`` ("Try this fix" on a finding of the parent run): that finding's settings
+    fix, computed here from the stored finding and the parent's spec (never from the URL); a
+    404 for a finding of another run, a 409 for one whose category has no settings fix."""
+    if raw is None:
+        return None
+    record = db.get(FindingRecord, raw) if 0 < raw < 2**31 else None
+    if parent is None or record is None or record.run_id != parent.id:
+        raise HTTPException(404, f"finding {raw} is not a finding of the run this form clones")
+    proposal = propose(record.category, parent.spec)
+    if proposal is None:
+        raise HTTPException(409, f"a {record.category.replace('_', ' ')} finding has no change "
+                                 "of settings to try (or it is already at its limit)")
+    return proposal
+
+
+def after_launch(run: Run, parent: Run | None, form: dict[str, str]) -> str:
+    """Where a launch goes: a fix of the parent opens the pair (before, after) on the compare
+    page; any other launch opens the new run's page."""
+    if parent is not None and form.get("fix"):
+        return f"/runs/compare?ids={parent.id},{run.id}"
+    return f"/runs/{run.id}"
+
+
+def with_parent_secrets(form: dict[str, str], parent: Run | None) -> dict[str, str]:
+    """The clone's form shows its parent's alert URLs masked: a masked URL left as it was
+    stands for the parent's full one (the form sent back on an error keeps the masked text)."""
+    if parent is None:
+        return form
+    urls = unmask(split_urls(form.get("alert_urls")), rules_of(parent.spec).urls)
+    return {**form, "alert_urls": " ".join(urls)}
+
+
+@router.get("/runs/new", response_class=HTMLResponse)
+def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
+                 from_: Annotated[str | None, Query(alias="from")] = None,
+                 dry_run: int | None = None, preset: str | None = None,
+                 fix: int | None = None) -> Response:
+    """``?dataset=NAME`` preselects a dataset (the upload page links here); ``?from=ID`` fills
+    the form with that run's spec ("New run from this one") and remembers it as the parent;
+    ``?preset=NAME`` fills it with a ready-made experiment (the picker above the form);
+    ``?from=ID&fix=FINDING`` ("Try this fix") fills it with the spec changed by that finding's
+    fix, shows the change, and offers a smoke test first."""
+    parent = parent_of_form(db, from_)
+    proposal = fix_of(db, parent, fix)
+    values = spec_to_form(parent.spec) if parent else _default_values()
+    if parent and proposal:
+        values = {**spec_to_form(proposal.apply(parent.spec)), "smoke_steps": SMOKE_STEPS,
+                  "fix": fix}
+    if preset:
+        values = _preset_values(preset)
+    if dry_run is not None:  # "Edit the spec" on a dry run's page
+        values = spec_to_form(dry_run_or_404(db, dry_run).spec)
+    if dataset:
+        values["dataset"] = dataset[:300]
+    return templates.TemplateResponse(request, "runs/new.html",
+                                      {**form_context(values, {}, parent), "fix": proposal})
+
+
+@router.post("/runs/new", response_class=HTMLResponse)
+async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
+    form = {k: str(v) for k, v in (await request.form()).items()}
+    parent = parent_of_form(db, form.get("parent_id"))
+    spec, errors = validate_form(with_parent_secrets(form, parent))
+    if spec is not None and (refused := await run_in_threadpool(egress.refusals,
+                                                                spec.alerts.urls)):
+        spec, errors = None, {"alert_urls": "; ".join(refused.values())}
+    if spec is not None and (problem := missing_column_problem(spec)) is not None:
+        spec, errors = None, {"dataset": problem}
+    if spec is not None and (problem := await run_in_threadpool(vllm_problem, spec)):
+        spec, errors = None, {"use_vllm": problem}
+    if spec is not None and (problems := await run_in_threadpool(device_problems, spec)):
+        spec, errors = None, problems
+    if spec is None:
+        return templates.TemplateResponse(request, "runs/new.html",
+                                          form_context(form, errors, parent), status_code=422)
+    run = launch(db, spec, created_by=identity.user_id,
+                 parent_id=parent.id if parent else None)
+    return RedirectResponse(after_launch(run, parent, form), status_code=303)

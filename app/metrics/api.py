@@ -1,0 +1,58 @@
+"""A run's metrics as JSON: ``GET /api/runs/{id}/metrics`` (raw or downsampled series, what a
+live chart appends) and ``GET /api/runs/{id}/chart`` (a zoomed chart's range at the finest
+resolution that fits)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from fastapi.responses import JSONResponse
+
+from app.core.db import SessionDep
+from app.metrics import waiting
+from app.metrics.rollups import chart_data
+from app.metrics.series import downsample, load_series
+from app.runs.lookup import run_or_404
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+
+@router.get("/{run_id}/metrics")
+def metrics(run_id: int, db: SessionDep,
+            names: Annotated[str | None, Query(description="comma-separated metric names")] = None,
+            max_points: Annotated[int | None, Query(ge=3, le=1_000_000)] = None,
+            after: Annotated[int | None, Query(ge=-1, lt=2**31,
+                                               description="only steps after this one")] = None,
+            ) -> dict[str, dict[str, list[float | int | str | None]]]:
+    """Per metric name: steps and values (NaN/inf as strings). ``max_points`` downsamples;
+    ``after`` returns only newer steps (what a live chart appends). Settled points plus the
+    steps still waiting in the inbox: no write lock taken (``app/metrics/waiting.py``)."""
+    run = run_or_404(db, run_id)
+    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    pending = waiting.by_name(waiting.rows(db, run, -1 if after is None else after), wanted)
+    series = waiting.merge(load_series(db, run_id, wanted, after), pending)  # inbox read first
+    limit = max_points or 0
+    return {name: (downsample(s, limit) if limit else s).to_json() for name, s in series.items()}
+
+
+@router.get("/{run_id}/chart")
+def chart(run_id: int, db: SessionDep,
+          names: Annotated[str | None, Query(description="comma-separated metric names")] = None,
+          x0: Annotated[int | None, Query(ge=0, lt=2**31, description="first step")] = None,
+          x1: Annotated[int | None, Query(ge=0, lt=2**31, description="last step")] = None,
+          max_points: Annotated[int, Query(ge=8, le=20_000)] = 2_000,
+          ) -> JSONResponse:
+    """Chart data for steps ``x0..x1`` (a zoomed chart's visible range; default the whole run)
+    at the finest resolution that fits ``max_points`` per metric: raw points (level 0) or, per
+    bucket of ``width`` steps, its min and max (NaN/inf as strings, one per bucket that had
+    any). ``last_step`` is where a live poll (``metrics?after=``) resumes."""
+    run = run_or_404(db, run_id)
+    if x0 is not None and x1 is not None and x1 < x0:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT,
+                            f"x1 ({x1}) is before x0 ({x0})")
+    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    data = chart_data(db, run, max_points, wanted, x0, x1)
+    # a JSONResponse as is: FastAPI's encoder walks every number of a 50k-point answer first
+    return JSONResponse({"level": data.level, "width": data.width, "last_step": data.last_step,
+                         "series": {name: s.to_json() for name, s in data.series.items()}})

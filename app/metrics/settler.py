@@ -1,0 +1,102 @@
+"""The settling service: every web process keeps the live runs' inboxes spread.
+
+Why: settling (``rollups.settle``) takes the run's write lock; done by the first reader, a page
+waited behind the run's batches and they behind it. Here a thread of each web process settles
+every run with waiting steps, woken at once by a batch received in this process (``wake``) and
+at least every ``settle_seconds`` for batches received by the others. Readers merge what still
+waits (``app/metrics/waiting.py``), so nothing a person sees waits for this.
+
+Several web processes: each pass takes a run with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL (a
+run being written, or settled by another process, is skipped until the next pass: the settler
+never queues behind ingest) and re-checks that something still waits, so a run is settled once;
+on SQLite the write transaction serialises them (``BEGIN IMMEDIATE``). Settling is idempotent,
+so a settle repeated after a crash changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from app.core.db import begin_write
+from app.metrics import rollups
+from app.runs.models import Run
+
+log = logging.getLogger("grpodeck.settler")
+MIN_GAP_SECONDS = 0.1  # between two passes: a burst of batches is settled together
+_wake = threading.Event()
+
+
+def wake() -> None:
+    """A batch was stored in this process: settle soon rather than at the next tick."""
+    _wake.set()
+
+
+def waiting_runs(db: Session) -> list[int]:
+    """Runs with steps waiting to be settled."""
+    ids = list(db.scalars(select(Run.id).where(Run.rollups_stale_lo.is_not(None))
+                          .order_by(Run.id)))
+    db.rollback()  # no snapshot held between the runs' own transactions
+    return ids
+
+
+def settle_run(db: Session, run_id: int) -> bool:
+    """Settle one run in its own transaction; False when nothing waited or it was locked."""
+    begin_write(db)
+    run = db.scalars(select(Run).where(Run.id == run_id, Run.rollups_stale_lo.is_not(None))
+                     .with_for_update(skip_locked=True)
+                     .execution_options(populate_existing=True)).first()
+    if run is None:
+        db.rollback()
+        return False
+    rollups.settle(db, run)
+    db.commit()
+    return True
+
+
+def settle_all(make_session: Callable[[], Session]) -> int:
+    """One pass over every run with waiting steps; returns the runs settled."""
+    settled = 0
+    with make_session() as db:
+        for run_id in waiting_runs(db):
+            try:
+                settled += settle_run(db, run_id)
+            except SQLAlchemyError as exc:  # busy, or the run deleted meanwhile: next pass
+                db.rollback()
+                log.warning("settling run %s failed: %s", run_id, exc)
+    return settled
+
+
+class Settler:
+    """The background thread (started and stopped by the web app's lifespan)."""
+
+    def __init__(self, make_session: Callable[[], Session], every_seconds: float) -> None:
+        self.make_session = make_session
+        self.every_seconds = every_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="grpodeck-settler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        _wake.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            _wake.wait(timeout=self.every_seconds)
+            _wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                settle_all(self.make_session)
+            except Exception:  # the settler must outlive one bad pass
+                log.exception("settle pass failed")
+            self._stop.wait(MIN_GAP_SECONDS)

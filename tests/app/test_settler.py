@@ -1,0 +1,59 @@
+"""The background settler (``app/metrics/settler.py``): a served web process keeps live runs'
+inboxes spread without a reader, and never queues behind a run that is being written."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from app.core.db import get_sessionmaker
+from app.metrics import settler
+from app.metrics.models import InboxStep
+from app.runs.models import Run
+from tests.app.conftest import running_run
+from tests.app.test_reads_never_wait import write_locked
+
+DEADLINE_S = 20.0  # "within a second or two" on a quiet machine; this one is shared
+
+
+def _waiting(run_id: int) -> tuple[int, int | None]:
+    """(inbox rows, the run's stale low step)."""
+    with get_sessionmaker()() as db:
+        rows = db.scalar(select(func.count()).select_from(InboxStep)
+                         .where(InboxStep.run_id == run_id)) or 0
+        return rows, db.get(Run, run_id).rollups_stale_lo
+
+
+def test_the_settler_spreads_a_batch_with_nobody_reading(client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    worker = settler.Settler(get_sessionmaker(), every_seconds=60.0)  # only the wake-up helps
+    worker.start()
+    try:
+        rows = [{"step": s, "metrics": {"reward": s / 10}} for s in range(1, 51)]
+        assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
+                           headers=headers).status_code == 200
+        deadline = time.monotonic() + DEADLINE_S
+        while _waiting(run_id) != (0, None) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling recorded state, bounded by the deadline
+        assert _waiting(run_id) == (0, None)
+    finally:
+        worker.stop()
+
+
+def test_the_settler_passes_over_a_run_being_written(client: TestClient, app_db: str) -> None:
+    """PostgreSQL: the run's row is locked (a batch being stored): the pass skips it at once
+    rather than waiting, and the next pass settles it. (SQLite has one writer for the whole
+    database: there the pass waits its turn like any writer.)"""
+    if app_db.startswith("sqlite"):
+        return
+    run_id, headers = running_run(client)
+    assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": [
+        {"step": 1, "metrics": {"reward": 0.1}}]}, headers=headers).status_code == 200
+    with write_locked(run_id):
+        started = time.monotonic()
+        assert settler.settle_all(get_sessionmaker()) == 0
+        assert time.monotonic() - started < 5.0
+    assert settler.settle_all(get_sessionmaker()) == 1
+    assert _waiting(run_id) == (0, None)

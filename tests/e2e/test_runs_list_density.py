@@ -1,0 +1,119 @@
+"""The runs list at 1440x900 (issue 34): one line per run, so 15+ runs show without scrolling,
+long names cut with the full name on hover, the table inside the window; and sorting by a
+column header sorts every run on the server, across pages, in both directions."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+from sqlalchemy.orm import Session
+
+from app.core.db import make_engine
+from app.metrics.models import MetricPoint, MetricRollup
+from app.runs.models import Run
+from tests.conftest import tiny_spec
+from tests.e2e.conftest import DESK
+from tests.stack import Stack
+
+COUNT = 64  # more than a page of 50: the first made is on page 2 of the default order
+NAME = "dense-{:02d}-qwen2.5-0.5b-instruct-grpo-length-target-lr-3e-6-beta-0.04-generations-8"
+
+
+def metric_rows(run_id: int, reward: float, kl: float) -> list[object]:
+    """The last reward and KL the row shows (and sorts by), written straight as rows."""
+    return [MetricPoint(run_id=run_id, name="reward", step=1, value=reward),
+            MetricPoint(run_id=run_id, name="kl", step=1, value=kl),
+            MetricRollup(run_id=run_id, level=1, name="reward", bucket=0, n=1, vsum=reward,
+                         vmin=reward, vmax=reward, first_step=1, last_step=1, nonfinite=0)]
+
+
+@pytest.fixture(scope="module")
+def dense(live: Stack) -> list[int]:
+    """COUNT finished runs with long names, made cheaply in the stack's database: the first
+    made has the best reward and the lowest KL, the last made the worst reward and the
+    highest KL."""
+    engine = make_engine(live.database_url)
+    try:
+        with Session(engine) as db:
+            runs = [Run(name=NAME.format(i), spec=tiny_spec(name=NAME.format(i)),
+                        status="succeeded", max_steps=1, current_step=1,
+                        metric_names=["reward", "kl"]) for i in range(COUNT)]
+            db.add_all(runs)
+            db.flush()
+            for i, run in enumerate(runs):
+                reward = {0: 9.0, COUNT - 1: -9.0}.get(i, 0.5 + 0.001 * i)
+                db.add_all(metric_rows(run.id, reward, 0.0 if i == 0 else 0.01 * (i + 1)))
+            db.commit()
+            return [r.id for r in runs]
+    finally:
+        engine.dispose()
+
+
+
+ROWS = "#runs-grid tbody tr"
+FIRST_ROW = "#runs-grid tbody tr >> nth=0"
+
+
+def test_fifteen_runs_show_at_1440x900_on_one_line_each(desk: Page, live: Stack,
+                                                         dense: list[int]) -> None:
+    page = desk
+    page.goto(f"{live.url}/runs?q=dense-")
+    expect(page.locator(ROWS)).to_have_count(50)
+    shown = page.evaluate("""() => [...document.querySelectorAll('#runs-grid tbody tr')]
+        .filter((r) => { const b = r.getBoundingClientRect();
+                         return b.top >= 0 && b.bottom <= window.innerHeight; }).length""")
+    assert shown >= 15, f"{shown} runs visible at 1440x900"
+    heights = page.evaluate("[...document.querySelectorAll('#runs-grid tbody tr')]"
+                            ".map((r) => r.getBoundingClientRect().height)")
+    assert max(heights) < 40, max(heights)  # one line each (a wrapped name was 65 px)
+    table = page.locator("#runs-grid").bounding_box()
+    assert table["x"] + table["width"] <= DESK["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= DESK["width"]
+    actions = page.locator(f"#run-row-{dense[-1]} td.actions").bounding_box()
+    assert actions["x"] + actions["width"] <= DESK["width"]  # not cut off
+    name = page.locator(f"#run-row-{dense[-1]} td.name a")
+    expect(name).to_have_attribute("title", NAME.format(COUNT - 1))  # the full name on hover
+    assert page.evaluate("(a) => a.scrollWidth > a.clientWidth", name.element_handle())
+    assert page.evaluate("(a) => getComputedStyle(a).textOverflow", name.element_handle()) == (
+        "ellipsis")
+
+
+def sort_by(page: Page, key: str, direction: str) -> None:
+    page.click(f"a.sort-col[data-sort={key}]")
+    expect(page).to_have_url(f"{page.url.split('?')[0]}?q=dense-&sort={key}&dir={direction}")
+    expect(page.locator(f"a.sort-col[data-sort={key}]").locator("xpath=..")).to_have_attribute(
+        "aria-sort", "descending" if direction == "desc" else "ascending")
+
+
+def first_row(page: Page, run_id: int) -> None:
+    expect(page.locator(FIRST_ROW)).to_have_attribute("id", f"run-row-{run_id}")
+
+
+def test_a_header_sorts_every_run_across_pages(desk: Page, live: Stack,
+                                               dense: list[int]) -> None:
+    page = desk
+    page.goto(f"{live.url}/runs?q=dense-")
+    first_row(page, dense[-1])  # newest first: the first made is on page 2
+    assert page.locator(f"#run-row-{dense[0]}").count() == 0
+    sort_by(page, "reward", "desc")
+    first_row(page, dense[0])  # the best reward of all 64, from page 2
+    sort_by(page, "reward", "asc")
+    first_row(page, dense[-1])
+    last_on_one = float(page.locator("#runs-grid tbody tr td.col-reward").last
+                        .get_attribute("data-value"))
+    page.click("a[rel=next]")  # the pager keeps the sort
+    expect(page).to_have_url(f"{live.url}/runs?q=dense-&sort=reward&dir=asc&page=2")
+    expect(page.locator(ROWS)).to_have_count(COUNT - 50)
+    values = [float(v) for v in page.locator("#runs-grid tbody td.col-reward")
+              .evaluate_all("(cells) => cells.map((c) => c.dataset.value)")]
+    assert values == sorted(values) and values[0] >= last_on_one and values[-1] == 9.0
+    sort_by(page, "kl", "desc")  # a new sort starts at page 1
+    first_row(page, dense[-1])
+    sort_by(page, "kl", "asc")
+    first_row(page, dense[0])
+    sort_by(page, "name", "asc")
+    first_row(page, dense[0])  # dense-00, the first made
+    sort_by(page, "name", "desc")
+    first_row(page, dense[-1])
+    expect(page.locator('#run-filters select[name="sort"]')).to_have_value("name")
+    expect(page.locator('#run-filters select[name="dir"]')).to_have_value("desc")
