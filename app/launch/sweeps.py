@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
 from app.auth.identity import CurrentIdentity
+from app.compare.view_settings import ViewSettings
 from app.compare.views import MAX_RUNS, compare_context
 from app.core.db import SessionDep
 from app.core.templating import templates
@@ -104,6 +105,6 @@ def sweep_runs(db: SessionDep, sweep_id: str) -> list[Run]:
 @pages.get("/sweeps/{sweep_id}", response_class=HTMLResponse)
 def sweep_page(sweep_id: str, request: Request, db: SessionDep) -> Response:
     runs = sweep_runs(db, sweep_id)
-    context: dict[str, Any] = compare_context(db, runs, SWEEP_METRICS)
+    context: dict[str, Any] = compare_context(db, runs, SWEEP_METRICS, ViewSettings())
     context["sweep_id"] = runs[0].sweep_id
     return templates.TemplateResponse(request, "sweeps/detail.html", context)
