@@ -58,6 +58,16 @@ def group_size_advice(rates: Sequence[float], sizes: Sequence[int] = GROUP_SIZES
     return out
 
 
+def success_rates(totals: Sequence[Sequence[float | None]]) -> tuple[float, list[float]]:
+    """(threshold, each group's success rate): a completion passes when its total is above the
+    midpoint of the range of all totals seen (module docstring); a missing total fails."""
+    flat = [t for ts in totals for t in ts if t is not None and math.isfinite(t)]
+    threshold = (min(flat) + max(flat)) / 2 if flat else 0.0
+    rates = [sum(t is not None and t > threshold for t in ts) / len(ts) if ts else 0.0
+             for ts in totals]
+    return threshold, rates
+
+
 def distribution(values: Sequence[float | None]) -> dict[str, Any]:
     """count, missing (None/NaN), min/max/mean/std, quantiles and a histogram of the finite
     values."""
@@ -85,7 +95,7 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def _spread(values: Sequence[float | None]) -> float:
+def spread(values: Sequence[float | None]) -> float:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return max(finite) - min(finite) if len(finite) > 1 else 0.0
 
@@ -109,14 +119,12 @@ def analyse(raw: dict[str, Any]) -> dict[str, Any]:
     groups: list[dict[str, Any]] = raw.get("groups") or []
     totals = [[weighted_total(c["rewards"], weights) for c in g["completions"]] for g in groups]
     flat = [t for ts in totals for t in ts if t is not None]
-    threshold = (min(flat) + max(flat)) / 2 if flat else 0.0
-    rates, all_fail, all_pass = [], 0, 0
-    for ts in totals:
-        passed = [t is not None and t > threshold for t in ts]
-        rates.append(sum(passed) / len(ts) if ts else 0.0)
-        if _spread(ts) <= SPREAD_EPS:
-            all_pass += all(passed)
-            all_fail += not all(passed)
+    threshold, rates = success_rates(totals)
+    all_fail = all_pass = 0
+    for ts, rate in zip(totals, rates, strict=True):
+        if spread(ts) <= SPREAD_EPS:
+            all_pass += rate == 1.0
+            all_fail += rate < 1.0
     n = len(groups)
     share = (all_fail + all_pass) / n if n else 1.0
     key, text = verdict(share, bool(raw.get("error")))
@@ -125,7 +133,7 @@ def analyse(raw: dict[str, Any]) -> dict[str, Any]:
         per_group = [[c["rewards"].get(name) for c in g["completions"]] for g in groups]
         rewards[name] = {**distribution([v for vs in per_group for v in vs]),
                          "weight": weight,
-                         "zero_spread_share": (sum(_spread(vs) <= SPREAD_EPS for vs in per_group)
+                         "zero_spread_share": (sum(spread(vs) <= SPREAD_EPS for vs in per_group)
                                                / n if n else None)}
     return {"groups": n, "completions": sum(len(ts) for ts in totals),
             "zero_spread_share": share if n else None,

@@ -22,6 +22,7 @@ from app.diagnostics.fixes import Proposal, propose
 from app.dryruns.api import dry_run_or_404
 from app.health.models import FindingRecord
 from app.launch.capabilities import device_problems, vllm_problem, worker_reports
+from app.launch.fix_preview import group_size_preview
 from app.launch.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
 from app.launch.launch import launch
 from app.launch.presets import preset_or_404
@@ -147,7 +148,17 @@ def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
     if dataset:
         values["dataset"] = dataset[:300]
     return templates.TemplateResponse(request, "runs/new.html",
-                                      {**form_context(values, {}, parent), "fix": proposal})
+                                      {**form_context(values, {}, parent), "fix": proposal,
+                                       "preview": fix_preview(db, parent, proposal)})
+
+
+def fix_preview(db: SessionDep, parent: Run | None, proposal: Proposal | None
+                ) -> dict[str, Any] | None:
+    """A group-size fix's expected zero-spread shares, from the parent's own rollouts."""
+    if parent is None or proposal is None or proposal.changes[0].key != "num_generations":
+        return None
+    change = proposal.changes[0]
+    return group_size_preview(db, parent.id, int(change.old), int(change.new))
 
 
 @router.post("/runs/new", response_class=HTMLResponse)

@@ -15,8 +15,10 @@ from app.diagnostics import Diagnosis
 from app.diagnostics.model import Finding
 from app.health import service as health
 from app.health.service import findings_for
+from app.rollouts.service import store as store_rollouts
 from app.runs import lifecycle, service
 from app.runs.models import Run
+from grpodeck.contract.wire import Completion, Group, RolloutStep
 from tests.app.conftest import html, one, queued_run
 from tests.app.test_clone import submitted
 from tests.conftest import tiny_spec
@@ -100,3 +102,30 @@ def test_a_fix_only_for_the_clones_own_finding_with_a_settings_remedy(
     assert reply.status_code == 409 and "no change of settings" in reply.json()["detail"]
     page = client.get(f"/runs/{parent_id}").text
     assert html(page).select(f"#fix-{explosion}") == []
+
+
+def test_a_group_size_fix_shows_the_zero_spread_share_expected_at_the_new_size(
+        client: TestClient) -> None:
+    """The parent's own groups (success rates 1/4, 0, 3/4, 1 at G=4; two of four without
+    spread) give p^G + (1-p)^G per prompt: 66.0 % expected at G=4, 55.0 % at G=8."""
+    parent_id, _ = queued_run(tiny_spec(name="flat", num_generations=4))
+    totals = ([1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 1], [1, 1, 1, 1])
+    with get_sessionmaker()() as db:
+        store_rollouts(db, parent_id, [RolloutStep(step=7, groups=[
+            Group(index=i, prompt=f"p{i}", completions=[Completion(text="x", total=t) for t in ts])
+            for i, ts in enumerate(totals)])])
+        db.commit()
+    finding_id = _with_findings(parent_id, _zero_spread())
+    page = client.get(f"/runs/new?from={parent_id}&fix={finding_id}").text
+    table = one(page, "#fix-group-sizes")
+    assert "observed at G = 4: 50%" in " ".join(one(page, "#fix-group-sizes caption").text.split())
+    cells = {tr["data-g"]: [td.get_text() for td in tr.select("td")] for tr in table.select("tbody tr")}
+    assert cells["4"][1] == "66.0%" and cells["8"][1] == "55.0%"
+    assert cells["8"][2:] == ["27.5%", "27.5%"]  # all fail: (.75^8 + 1 + .25^8 + 0) / 4
+
+
+def test_a_group_size_fix_without_captured_rollouts_shows_no_table(client: TestClient) -> None:
+    parent_id, _ = queued_run(tiny_spec(name="flat", num_generations=4))
+    finding_id = _with_findings(parent_id, _zero_spread())
+    page = html(client.get(f"/runs/new?from={parent_id}&fix={finding_id}").text)
+    assert page.select("#fix-group-sizes") == [] and page.select("#fix-changes")
