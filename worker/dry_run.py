@@ -59,7 +59,9 @@ def _render(tokenizer: Any, prompt: Any) -> str:
     return str(prompt)
 
 
-def _sample(model: Any, tokenizer: Any, prompt: Any, spec: Any) -> list[str]:
+def _sample(model: Any, tokenizer: Any, prompt: Any, spec: Any) -> list[list[int]]:
+    """A group of completions' token ids, as TRL's ``completion_ids``: up to and including the
+    first end-of-sequence token, no padding."""
     import torch
 
     inputs = tokenizer(_render(tokenizer, prompt), return_tensors="pt", add_special_tokens=False)
@@ -68,29 +70,33 @@ def _sample(model: Any, tokenizer: Any, prompt: Any, spec: Any) -> list[str]:
                              max_new_tokens=spec.max_completion_length,
                              num_return_sequences=spec.num_generations,
                              pad_token_id=tokenizer.pad_token_id)
-    new = out[:, inputs["input_ids"].shape[1]:]
-    return tokenizer.batch_decode(new, skip_special_tokens=True)
+    stops = {tokenizer.eos_token_id, tokenizer.pad_token_id} - {None}
+    groups = []
+    for row in out[:, inputs["input_ids"].shape[1]:].tolist():
+        end = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
+        groups.append(row[:end])
+    return groups
 
 
-def _score(spec: Any, rows: list[dict[str, Any]], texts: list[list[str]]
-           ) -> tuple[list[dict[str, Any]], str | None]:
+def _score(spec: Any, rows: list[dict[str, Any]], texts: list[list[str]],
+           ids: list[list[list[int]]]) -> tuple[list[dict[str, Any]], str | None]:
     """Call every reward the way TRL does (prompts, completions and the dataset's other columns,
     one entry per completion); stop at the first that raises and return its traceback."""
     from worker.rewards.registry import build
 
     keys = reward_keys([r.name for r in spec.rewards])
     groups: list[dict[str, Any]] = []
-    for row, completions in zip(rows, texts, strict=True):
+    for row, completions, completion_ids in zip(rows, texts, ids, strict=True):
         chat = isinstance(row["prompt"], list)
         given = [[{"role": "assistant", "content": t}] if chat else t for t in completions]
         columns = {k: [v] * len(completions) for k, v in row.items() if k != "prompt"}
         scores: dict[str, list[float | None]] = {}
         for key, reward in zip(keys, spec.rewards, strict=True):
-            fn = build(reward.name, reward.params)
+            fn = build(reward.name, reward.params, spec.max_completion_length)
             try:
                 scores[key] = [_number(v) for v in
                                fn(prompts=[row["prompt"]] * len(completions), completions=given,
-                                  **columns)]
+                                  completion_ids=completion_ids, **columns)]
             except Exception:  # noqa: BLE001 - the traceback is the answer a person needs
                 return groups, (f"reward {key!r} raised on prompt {len(groups) + 1}:\n"
                                 + traceback.format_exc())
@@ -122,7 +128,7 @@ def score_references(spec: Any, rows: list[dict[str, Any]]) -> dict[str, Any] | 
     for key, reward in zip(reward_keys([r.name for r in spec.rewards]), spec.rewards,
                            strict=True):
         try:
-            values = build(reward.name, reward.params)(
+            values = build(reward.name, reward.params, spec.max_completion_length)(
                 prompts=[r["prompt"] for r in rows], completions=given, **columns)
         except Exception:  # the sampled scoring reports it, with its traceback
             log.info("dry run: reward %s raised on the reference answers", key, exc_info=True)
@@ -170,10 +176,11 @@ def dry_run(spec_data: dict[str, Any], prompts: int) -> dict[str, Any]:
         rows = [train[i] for i in range(min(prompts, len(train)))]
         timings["load"] = time.perf_counter() - started
         mark = time.perf_counter()
-        texts = [_sample(model, tokenizer, row["prompt"], spec) for row in rows]
+        ids = [_sample(model, tokenizer, row["prompt"], spec) for row in rows]
+        texts = [tokenizer.batch_decode(group, skip_special_tokens=True) for group in ids]
         timings["sample"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    groups, error = _score(spec, rows, texts)
+    groups, error = _score(spec, rows, texts, ids)
     reference = score_references(spec, rows)
     timings["score"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - started

@@ -31,9 +31,21 @@ class Scale:
 
 
 @dataclass(frozen=True)
+class AddReward:
+    """Add a reward function (a ``grpodeck.contract.catalog.REWARDS`` name) to the run's
+    rewards, unless it already has it; ``script(settings)`` is the same change as a line of a
+    TRL script, for a run the user trains with their own code."""
+
+    name: str
+    script: Callable[[Settings], str]
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
 class Fix:
-    """A category's settings fix: the first of ``options`` that applies and changes the value
-    (one already at its bound falls through to the next); ``why`` says what it should do."""
+    """A category's settings fix: the first of ``options`` that applies and changes the run
+    (one already at its bound, a reward it already has, falls through to the next); ``why``
+    says what it should do."""
 
     why: str
-    options: tuple[Scale, ...]
+    options: tuple[Scale | AddReward, ...]

@@ -17,8 +17,8 @@ from typing import Any
 from annotated_types import Ge, Gt, Le, Lt
 
 from app.diagnostics.detectors import FIXES
-from app.diagnostics.fix import Fix, Scale, Settings
-from grpodeck.contract.spec import RunSpec
+from app.diagnostics.fix import AddReward, Fix, Settings
+from grpodeck.contract.spec import RewardSpec, RunSpec
 
 # TRL 1.16's GRPOConfig defaults for the keys a fix may change: what an outside run's script
 # trains with when it did not report the setting.
@@ -29,12 +29,31 @@ BATCH = "per_device_train_batch_size"
 
 @dataclass(frozen=True)
 class Change:
-    """One setting's change; ``assumed``: the run did not say ``old``, TRL's default stands."""
+    """One setting's change; ``assumed``: the run did not say ``old``, TRL's default stands.
+    ``script``: the change as a line of the user's own TRL script when it is not a
+    ``GRPOConfig`` argument (a reward function to add)."""
 
     key: str
     old: Any
     new: Any
     assumed: bool = False
+    script: str | None = None
+
+    @property
+    def before(self) -> str:
+        return shown(self.old)
+
+    @property
+    def after(self) -> str:
+        return shown(self.new)
+
+
+def shown(value: Any) -> str:
+    """A value as the fix's table shows it: a reward list as "name x weight, ..."."""
+    if isinstance(value, list):
+        return ", ".join(f"{r.get('name')} ×{r.get('weight', 1.0)}" for r in value
+                         if isinstance(r, dict)) or "(none reported)"
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -50,8 +69,11 @@ class Proposal:
         return {**spec, **{c.key: c.new for c in self.changes}}
 
     def grpo_config(self) -> str:
-        """The change as the user writes it in their own script: ``GRPOConfig(num_generations=16)``."""
-        return "GRPOConfig(" + ", ".join(f"{c.key}={c.new!r}" for c in self.changes) + ")"
+        """The change as the user writes it in their own script: ``GRPOConfig(num_generations=16)``,
+        or the line that adds a reward function."""
+        config = [f"{c.key}={c.new!r}" for c in self.changes if c.script is None]
+        lines = [f"GRPOConfig({', '.join(config)})"] if config else []
+        return "; ".join(lines + [c.script for c in self.changes if c.script is not None])
 
 
 def bounds(key: str) -> tuple[float, float, bool]:
@@ -88,9 +110,27 @@ def _current(settings: Settings, key: str) -> tuple[Any, bool]:
     return TRL_DEFAULTS.get(key, RunSpec.model_fields[key].default), True
 
 
+def _rewards(settings: Settings) -> list[dict[str, Any]]:
+    rewards = settings.get("rewards")
+    return [r for r in rewards if isinstance(r, dict)] if isinstance(rewards, list) else []
+
+
+def _added(option: AddReward, settings: Settings) -> Change | None:
+    """The run's rewards with ``option``'s added at its catalog defaults; None when it has it."""
+    old = _rewards(settings)
+    if any(r.get("name") == option.name for r in old):
+        return None
+    reward = RewardSpec(name=option.name, weight=option.weight).model_dump()
+    return Change("rewards", old, [*old, reward], script=option.script(settings))
+
+
 def _first_change(fix: Fix, settings: Settings) -> Change | None:
-    option: Scale
     for option in fix.options:
+        if isinstance(option, AddReward):
+            change = _added(option, settings)
+            if change is not None:
+                return change
+            continue
         if not option.applies(settings):
             continue
         old, assumed = _current(settings, option.key)

@@ -193,6 +193,17 @@ REWARDS: dict[str, RewardInfo] = {
              RewardParam("column", kinds.column_name, "answer", "the dataset column to compare")),
         ),
         RewardInfo(
+            "overlong_penalty", "Overlong penalty (DAPO)",
+            "0 up to the last share of the completion cap, then down to -1 at the cap and past "
+            "it, by tokens (TRL's get_soft_overlong_punishment, DAPO's soft overlong "
+            "punishment): a length penalty that leaves every answer of a normal length alone.",
+            (RewardParam("max_length", int, 0, "the cap in tokens; 0: the run's "
+                         "max_completion_length", minimum=0, maximum=32_768),
+             RewardParam("soft_share", float, 0.2, "the share of the cap over which the "
+                         "penalty ramps from 0 to -1 (DAPO: 4096 of 20480)", minimum=0.01,
+                         maximum=1.0)),
+        ),
+        RewardInfo(
             "custom", "Custom (module:function on the worker)",
             "A reward function the worker's deployment registered (entry point group "
             "grpodeck.rewards or GRPODECK_CUSTOM_REWARDS; listed at GET /api/rewards), named "

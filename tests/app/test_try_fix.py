@@ -95,13 +95,33 @@ def test_a_fix_only_for_the_clones_own_finding_with_a_settings_remedy(
     other_finding = _with_findings(other_id, _zero_spread())
     assert client.get(f"/runs/new?from={parent_id}&fix={other_finding}").status_code == 404
     assert client.get(f"/runs/new?fix={other_finding}").status_code == 404
+    stall = _with_findings(parent_id, Finding(
+        category="stalled", severity="warning", first_step=1, last_step=9,
+        summary="flat reward", metric="reward"))
+    reply = client.get(f"/runs/new?from={parent_id}&fix={stall}")
+    assert reply.status_code == 409 and "no change of settings" in reply.json()["detail"]
+    page = client.get(f"/runs/{parent_id}").text
+    assert html(page).select(f"#fix-{stall}") == []
+
+
+def test_a_length_explosion_fix_launches_the_clone_with_the_overlong_penalty(
+        client: TestClient) -> None:
+    parent_id, _ = queued_run(tiny_spec(name="long", max_completion_length=48))
     explosion = _with_findings(parent_id, Finding(
         category="length_explosion", severity="warning", first_step=1, last_step=9,
         summary="longer and longer", metric="completions/mean_length"))
-    reply = client.get(f"/runs/new?from={parent_id}&fix={explosion}")
-    assert reply.status_code == 409 and "no change of settings" in reply.json()["detail"]
-    page = client.get(f"/runs/{parent_id}").text
-    assert html(page).select(f"#fix-{explosion}") == []
+    page = client.get(f"/runs/new?from={parent_id}&fix={explosion}").text
+    row = one(page, '#fix-changes tr[data-key="rewards"]')
+    assert "overlong_penalty" in row.select("td")[1].get_text()
+    assert "overlong_penalty" not in row.select("td")[0].get_text()
+    reply = client.post("/runs/smoke", data=submitted(one(page, "#run-form")),
+                        follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    with get_sessionmaker()() as db:
+        fixed = db.get(Run, int(reply.headers["location"].rsplit(",", 1)[1]))
+        assert [r["name"] for r in fixed.spec["rewards"]][-1] == "overlong_penalty"
+        assert fixed.spec["rewards"][-1]["params"] == {"max_length": 0, "soft_share": 0.2}
+        assert fixed.spec["max_completion_length"] == 48
 
 
 def test_a_group_size_fix_shows_the_zero_spread_share_expected_at_the_new_size(

@@ -39,7 +39,31 @@ def test_entropy_collapse_lowers_the_learning_rate() -> None:
     assert changes("entropy_collapse", learning_rate=2e-5) == {"learning_rate": (2e-5, 1e-5)}
 
 
-@pytest.mark.parametrize("category", ["length_explosion", "stalled", "reward_hacking", "lost"])
+def test_length_explosion_adds_the_overlong_penalty_at_the_runs_cap() -> None:
+    found = propose("length_explosion", SPEC)
+    assert found is not None
+    (change,) = found.changes
+    assert change.key == "rewards" and change.old == SPEC["rewards"]
+    assert change.new == [*SPEC["rewards"], {"name": "overlong_penalty", "weight": 1.0,
+                                             "params": {"max_length": 0, "soft_share": 0.2}}]
+    assert change.after == "length_target ×1.0, overlong_penalty ×1.0"
+    RunSpec.model_validate(found.apply(SPEC))
+
+
+def test_a_run_that_has_the_penalty_gets_no_length_fix() -> None:
+    penalised = propose("length_explosion", SPEC).apply(SPEC)  # type: ignore[union-attr]
+    assert propose("length_explosion", penalised) is None
+
+
+def test_an_outside_run_gets_trls_penalty_line_for_its_cap() -> None:
+    found = propose("length_explosion", {"max_completion_length": 1000})
+    assert found is not None and found.grpo_config() == (
+        "reward_funcs.append(get_soft_overlong_punishment(max_completion_len=1000, "
+        "soft_punish_cache=200))")
+    assert "<your max_completion_length>" in propose("length_explosion", {}).grpo_config()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("category", ["stalled", "reward_hacking", "lost"])
 def test_categories_without_a_settings_remedy_offer_none(category: str) -> None:
     assert propose(category, SPEC) is None
 

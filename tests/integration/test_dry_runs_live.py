@@ -48,3 +48,13 @@ def test_a_raising_reward_shows_its_traceback(stack: Stack) -> None:
     assert "debug_raise: reward function failed on call 1" in body["error"]
     page = httpx.get(f"{stack.url}/dry-runs/{body['id']}").text
     assert "reward function failed on call 1" in page and 'id="dry-run-error"' in page
+
+
+def test_the_overlong_penalty_scores_the_sampled_token_ids(stack: Stack) -> None:
+    """The dry run passes each completion's token ids as TRL does (``completion_ids``, cut
+    after the end-of-sequence token): without them the penalty raises and the dry run fails."""
+    body = dry_run(stack, [{"name": "overlong_penalty", "params": {"soft_share": 0.5}}])
+    assert body["status"] == "done", body["error"]
+    penalty = body["rewards"]["overlong_penalty"]
+    assert penalty["count"] == 8 and penalty["missing"] == 0
+    assert -1.0 <= penalty["min"] <= penalty["max"] <= 0.0

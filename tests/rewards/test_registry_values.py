@@ -10,8 +10,9 @@ from grpodeck.contract.text import completion_text
 from worker.rewards import registry
 
 
-def build(name: str, **params: object):
-    return registry.build(name, coerce_params(REWARDS[name], params))
+def build(name: str, cap: int = 32, **params: object):
+    """The reward as the worker builds it for a run whose max_completion_length is ``cap``."""
+    return registry.build(name, coerce_params(REWARDS[name], params), cap)
 
 
 def chat(text: str) -> list[dict[str, str]]:
@@ -133,3 +134,23 @@ def test_completion_text_joins_message_contents_without_roles() -> None:
     assert completion_text("plain") == "plain"
     assert completion_text([{"role": "assistant", "content": "a"},
                             {"role": "assistant", "content": "b"}]) == "ab"
+
+
+def test_overlong_penalty_is_trls_dapo_ramp_over_the_last_fifth_of_the_runs_cap() -> None:
+    """Cap 100 (the run's max_completion_length), soft share 0.2: 0 up to 80 tokens, then a
+    ramp to -1 at 100, -1 past it (TRL's get_soft_overlong_punishment)."""
+    fn = build("overlong_penalty", cap=100)
+    ids = [[1] * n for n in (10, 80, 90, 100, 130)]
+    assert fn(completions=["x"] * 5, completion_ids=ids) == [0.0, 0.0, -0.5, -1.0, -1.0]
+    assert fn.__name__ == "overlong_penalty"
+
+
+def test_overlong_penalty_with_its_own_cap_and_share() -> None:
+    fn = build("overlong_penalty", cap=999, max_length=40, soft_share=0.5)
+    assert fn(completions=["x"] * 3, completion_ids=[[0] * 20, [0] * 30, [0] * 41]) == [
+        0.0, -0.5, -1.0]
+
+
+def test_overlong_penalty_without_token_ids_says_what_it_needs() -> None:
+    with pytest.raises(ValueError, match="completion_ids"):
+        build("overlong_penalty")(completions=["x"])

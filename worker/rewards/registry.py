@@ -71,6 +71,23 @@ def _debug_raise(after_calls: int, rank: int = -1) -> RewardFn:
     return reward
 
 
+def _overlong_penalty(max_length: int, soft_share: float) -> RewardFn:
+    """TRL's own DAPO penalty over the completions' token ids (``completion_ids``, which
+    ``GRPOTrainer`` and the dry run pass); ``max_length`` is resolved by ``build``."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    punish = get_soft_overlong_punishment(max_length, max(1, round(soft_share * max_length)))
+
+    def reward(completions: Sequence[Any], completion_ids: Sequence[Sequence[int]] | None = None,
+               **_: Any) -> list[float | None]:
+        if completion_ids is None:
+            raise ValueError("overlong_penalty counts tokens: it needs the completion_ids "
+                             "TRL passes to reward functions")
+        return [float(v) for v in punish([list(ids) for ids in completion_ids])]
+
+    return reward
+
+
 FACTORIES: dict[str, Callable[..., RewardFn]] = {
     "length_target": _length_target,
     "format_tag": _format_tag,
@@ -81,15 +98,20 @@ FACTORIES: dict[str, Callable[..., RewardFn]] = {
     "code_block_count": code.code_block_count,
     "format_regex": text.format_regex,
     "answer_match": text.answer_match,
+    "overlong_penalty": _overlong_penalty,
     "custom": text.custom,
 }
 if set(FACTORIES) != set(REWARDS):  # a name in the catalog without a function, or the reverse
     raise ImportError(f"reward catalog and functions differ: {sorted(set(FACTORIES) ^ set(REWARDS))}")
 
 
-def build(name: str, params: dict[str, Any]) -> RewardFn:
+def build(name: str, params: dict[str, Any], max_completion_length: int) -> RewardFn:
     """The reward ``name`` with ``params`` as ``coerce_params`` returns them (every parameter
-    present: the defaults live in the catalog only, so the factories take none of their own)."""
+    present: the defaults live in the catalog only, so the factories take none of their own).
+    A length cap of 0 stands for the run's ``max_completion_length``, resolved here so a clone
+    with a new cap keeps a penalty that follows it."""
+    if params.get("max_length") == 0:
+        params = {**params, "max_length": max_completion_length}
     fn = FACTORIES[name](**params)
     fn.__name__ = name  # TRL logs rewards/<__name__>/mean
     return fn

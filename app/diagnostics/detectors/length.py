@@ -16,7 +16,7 @@ from app.diagnostics.detectors.common import (
     task_reward,
     trend,
 )
-from app.diagnostics.fix import Fix, Scale
+from app.diagnostics.fix import AddReward, Fix, Scale, Settings
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, rolling_median, run_start
 from app.diagnostics.view import Series, View
@@ -181,7 +181,23 @@ def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Findi
 
 DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
              Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))
-# Truncation's first action. A length explosion's remedy is a length penalty, which neither the
-# launch form nor TRL's GRPOConfig has as a setting: it has no settings fix.
+
+
+def _dapo_penalty_line(settings: Settings) -> str:
+    """The overlong penalty as a TRL script adds it (trl.rewards, DAPO's soft punishment over
+    the last fifth of the cap)."""
+    cap = settings.get("max_completion_length")
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        return ("reward_funcs.append(get_soft_overlong_punishment(max_completion_len=<your "
+                "max_completion_length>, soft_punish_cache=<a fifth of it>))")
+    return (f"reward_funcs.append(get_soft_overlong_punishment(max_completion_len={cap}, "
+            f"soft_punish_cache={max(1, round(cap / 5))}))")
+
+
+# Truncation's first action; a length explosion's remedy is a length penalty: DAPO's overlong
+# penalty (the catalog's overlong_penalty reward, TRL's get_soft_overlong_punishment).
 FIXES = {"truncation": Fix("twice the room lets answers finish before the cap",
-                           (Scale("max_completion_length", 2),))}
+                           (Scale("max_completion_length", 2),)),
+         "length_explosion": Fix("a penalty near the length cap makes growing past it stop "
+                                 "paying, while answers of a normal length score as before",
+                                 (AddReward("overlong_penalty", _dapo_penalty_line),))}
