@@ -56,6 +56,12 @@
     return panel ? Array.prototype.slice.call(panel.querySelectorAll(".chart")) : [];
   }
 
+  // System charts read by the clock (app/charts/wall_clock.py: layout.meta.time_axis): their x
+  // is a time, so they keep their own zoom, out of the step-linked range and its refetch.
+  var TIME = "system/time";
+  function onClock(el) { return !!(el._base && el._base.meta && el._base.meta.time_axis); }
+  function stepCharts() { return panelCharts().filter(function (el) { return !onClock(el); }); }
+
   // --- work on many charts: the ones in view now, the others when idle or scrolled to ---
   // Eleven charts redrawn at once take most of a second; the reader sees two to four.
   var later = new Map();  // chart -> {kind: its latest pending update of that kind}
@@ -108,6 +114,7 @@
 
   function smoothedTrace(raw, color, state, w) {
     return { type: "scatter", x: raw.x.slice(), name: raw.name, meta: "smoothed",
+             text: raw.text && raw.text.slice(),  // a clock chart's steps: extended with x
              y: raw.y.map(function (v) { return emaStep(state, v, w); }),
              yaxis: raw.yaxis, mode: "lines", legendgroup: metricOf(raw), line: { color: color, width: 2 },
              hovertemplate: "%{y:.4~g} (smoothed)" };
@@ -143,7 +150,7 @@
     var layout = Object.assign({}, fig.layout);
     layout.xaxis = Object.assign({}, fig.layout.xaxis);
     layout.yaxis = Object.assign({}, fig.layout.yaxis, { type: prefs.log[key] ? "log" : "linear" });
-    var range = prefs.linkX ? shared.range : el._xrange;
+    var range = prefs.linkX && !onClock(el) ? shared.range : el._xrange;
     if (range) { layout.xaxis.range = range.slice(); layout.xaxis.autorange = false; }
     return { data: data, layout: layout };
   }
@@ -196,7 +203,8 @@
     root.querySelectorAll(".chart[data-figure]").forEach(function (el) {
       var fig = JSON.parse(el.dataset.figure);
       el.removeAttribute("data-figure");  // the drawn traces are the data from now on
-      if (!prefs.linkX && shared.range) el._xrange = shared.range;
+      var clock = fig.layout.meta && fig.layout.meta.time_axis;
+      if (!prefs.linkX && shared.range && !clock) el._xrange = shared.range;
       render(el, fig);
     });
     root.querySelectorAll("input.chart-log").forEach(function (box) {
@@ -274,11 +282,12 @@
       var range = xRangeOf(ev);
       if (range === undefined) return;
       el._xrange = range;
+      if (onClock(el)) return;  // its own time range: every point is drawn already
       if (!prefs.linkX) { refetchSoon([el], range); return; }
       if (sameRange(range, shared.range)) return;  // an echo of our own sync
-      refetchSoon(panelCharts(), range);
+      refetchSoon(stepCharts(), range);
       shared.range = range;
-      var others = panelCharts().filter(function (other) { return other !== el && other.layout; });
+      var others = stepCharts().filter(function (other) { return other !== el && other.layout; });
       others.forEach(function (other) { other._xrange = range; });
       eachChart("zoom", others, function (other) {
         Plotly.relayout(other, range ? { "xaxis.range": range.slice() } : { "xaxis.autorange": true });
@@ -293,32 +302,52 @@
       (el.data || []).forEach(function (t) {
         if (isRaw(t) && names.indexOf(metricOf(t)) < 0) names.push(metricOf(t));
       });
+      if (onClock(el) && names.indexOf(TIME) < 0) names.push(TIME);
     });
     return names;
+  }
+
+  // New points of a clock chart: each step at its sample's time (ms), a step without a stamp
+  // left out (the server's next figure places it between its neighbours).
+  function onTheClock(s, stamps) {
+    var at = {}, out = { steps: [], values: [], x: [], text: [] };
+    if (stamps) stamps.steps.forEach(function (st, i) {
+      if (typeof stamps.values[i] === "number") at[st] = stamps.values[i] * 1000;
+    });
+    s.steps.forEach(function (st, i) {
+      if (!(st in at)) return;
+      out.steps.push(st); out.values.push(s.values[i]); out.x.push(at[st]); out.text.push("step " + st);
+    });
+    return out;
   }
 
   function append(el, series, seen) {
     // NaN/inf arrive as strings ("nan", "inf"): drawn as gaps (null) here; seen.nonfinite asks
     // for the server's figure, which adds the NaN/inf markers and the note under the chart.
     var xs = [], ys = [], idx = [], last = -Infinity, total = 0, base = el.data.length - el._smoothOf.length;
+    var clock = onClock(el), texts = [];
     el.data.forEach(function (t, i) {
       var s = series[metricOf(t)];
       if (!isRaw(t) || !s || !s.steps.length) return;
+      if (clock) last = Math.max(last, s.steps[s.steps.length - 1]);
+      if (clock) s = onTheClock(s, series[TIME]);
+      if (!s.steps.length) return;
       var y = s.values.map(function (v) {
         if (typeof v === "number") return v;
         seen.nonfinite = true;
         return null;
       });
-      xs.push(s.steps); ys.push(y); idx.push(i);
+      var x = clock ? s.x : s.steps;
+      xs.push(x); ys.push(y); idx.push(i); texts.push(clock ? s.text : null);
       var j = el._smoothOf.indexOf(i);
       if (j >= 0) {
-        xs.push(s.steps.slice()); idx.push(base + j);
+        xs.push(x.slice()); idx.push(base + j); texts.push(clock ? s.text.slice() : null);
         ys.push(y.map(function (v) { return emaStep(el._ema[j], v, prefs.smoothing); }));
       }
       last = Math.max(last, s.steps[s.steps.length - 1]);
       total = Math.max(total, t.x.length + s.steps.length);
     });
-    if (idx.length) Plotly.extendTraces(el, { x: xs, y: ys }, idx);
+    if (idx.length) Plotly.extendTraces(el, clock ? { x: xs, y: ys, text: texts } : { x: xs, y: ys }, idx);
     if (total > MARKERS_UP_TO) hideMarkers(el);
     return last;
   }
@@ -353,7 +382,8 @@
       var last = before, seen = { nonfinite: false };
       charts.forEach(function (el) { last = Math.max(last, append(el, series, seen)); });
       if (last > before) {
-        charts.forEach(function (el) { stretchMarks(el, before, last); });
+        charts.filter(function (el) { return !onClock(el); })
+          .forEach(function (el) { stretchMarks(el, before, last); });
         panel.dataset.after = String(last);
       }
       if (seen.nonfinite) return refresh(panel, true);
@@ -413,7 +443,7 @@
     render(el, JSON.parse(box.querySelector(".chart").dataset.figure));
     el._partial = false;  // the server's figure covers the whole run: zoomed, fetch the range again
     var range = prefs.linkX ? shared.range : el._xrange;
-    if (range) refetchSoon([el], range);
+    if (range && !onClock(el)) refetchSoon([el], range);
   }
 
   function schedule(panel) {

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
+from app.charts.wall_clock import stamps, to_wall_clock
 from app.metrics.series import Series
 
 LAYOUT: dict[str, Any] = {
@@ -180,7 +181,10 @@ def figure(panel: Panel, series: dict[str, Series],
     if points:
         data.append(nonfinite_trace(points))
         layout["yaxis3"] = NONFINITE_AXIS
-    return {"data": data, "layout": layout}
+    drawn = {"data": data, "layout": layout}
+    if panel.group == "system" and (times := stamps(series)) is not None:
+        to_wall_clock(drawn, times)
+    return drawn
 
 
 def marks_by_panel(findings: list[dict[str, Any]], objectives: Sequence[str] = ()

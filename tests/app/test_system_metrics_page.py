@@ -76,3 +76,32 @@ def test_a_run_without_system_metrics_has_no_system_group(client: TestClient) ->
     page = client.get(f"/runs/{run_id}").text
     assert not html(page).select("#chart-group-system, .chart-box[data-group=system]")
     assert html(page).select(".chart-box[data-key=reward]")
+
+
+def test_system_charts_read_by_the_clock_when_samples_are_stamped(client: TestClient) -> None:
+    """Samples stamped with ``system/time`` (the client's sampler does) put the system charts on
+    a wall-clock axis: a point's x is its sample's time, a step between two stamps is placed
+    between them, the oom_risk range is shaded at its times, and the tooltip keeps the step.
+    The training charts stay on steps."""
+    run_id, headers = running_run(client)
+    t0 = 1_800_000_000.0
+    rows = system_rows(range(1, 9), 0.97)
+    for row in rows:
+        if row["step"] != 4:  # step 4 has no stamp: placed halfway between steps 3 and 5
+            row["metrics"]["system/time"] = t0 + 60 * row["step"] + (30 if row["step"] > 4 else 0)
+    for row in rows:
+        assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": [row]},
+                           headers=headers).status_code == 200
+    page = client.get(f"/runs/{run_id}").text
+    memory = json.loads(one(page, "#chart-system_gpu_memory")["data-figure"])
+    line = memory["data"][0]
+    ms = [1000 * (t0 + 60 * s + (30 if s > 4 else 0)) for s in range(1, 9)]
+    ms[3] = (ms[2] + ms[4]) / 2
+    assert line["x"] == ms
+    assert line["text"][0] == "step 1" and line["hovertemplate"].endswith("%{text}")
+    assert memory["layout"]["xaxis"]["type"] == "date" and memory["layout"]["meta"] == {
+        "byte_ticks": True, "time_axis": True}
+    assert memory["layout"]["shapes"][0]["x0"] == ms[0]  # the finding's range, in time
+    reward = json.loads(one(page, "#chart-reward")["data-figure"])
+    assert reward["data"][0]["x"][:3] == [1, 2, 3] and "type" not in reward["layout"]["xaxis"]
+    assert not html(page).select(".chart-box[data-key=system_time]")

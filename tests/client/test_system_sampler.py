@@ -57,8 +57,10 @@ def test_a_sample_holds_this_process_cpu_and_rss_as_psutil_sees_them() -> None:
     deadline = time.process_time() + 0.3
     while time.process_time() < deadline:  # keep one core busy between the two readings
         sum(range(10_000))
+    before = time.time()
     sample = sampler.sample()
-    assert set(sample) == {"system/cpu_percent", "system/rss_bytes"}  # no CUDA here
+    assert set(sample) == {"system/cpu_percent", "system/rss_bytes", "system/time"}  # no CUDA
+    assert before <= sample["system/time"] <= time.time()  # stamped: charts read by the clock
     assert sample["system/cpu_percent"] > 20  # 100 = one core; the loop above was busy
     rss = psutil.Process(os.getpid()).memory_info().rss
     assert abs(sample["system/rss_bytes"] - rss) < 0.2 * rss
@@ -72,8 +74,8 @@ def test_samples_carry_the_latest_logged_step_and_close_sends_a_last_one() -> No
     time.sleep(0.3)
     sampler.note(9, {"loss": 0.5})
     sampler.close()
-    assert len(rows) >= 2 and all(set(r["metrics"]) == {"system/cpu_percent",
-                                                          "system/rss_bytes"} for r in rows)
+    assert len(rows) >= 2 and all(set(r["metrics"]) == {
+        "system/cpu_percent", "system/rss_bytes", "system/time"} for r in rows)
     assert {r["step"] for r in rows} <= {7, 9} and rows[-1]["step"] == 9
     assert not sampler.is_alive()
     count = len(rows)

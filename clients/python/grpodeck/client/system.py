@@ -8,6 +8,7 @@ a ``SystemSampler`` where they start reporting, so it samples only the process t
 
 Rows carry the latest step the trainer logged (``note``): the Deck keeps one value per (step,
 name), so several samples within one long step keep the last. Names are under ``system/``:
+``system/time`` (the sample's Unix time: system charts are drawn against it),
 ``system/cpu_percent`` (this process, 100 = one core busy), ``system/rss_bytes``,
 ``system/gpu{i}/mem_allocated_bytes``, ``.../mem_reserved_bytes``, ``.../mem_total_bytes``,
 ``.../util_percent`` (NVML, when ``pynvml`` is installed: ``pip install 'grpodeck-client[gpu]'``)
@@ -183,13 +184,16 @@ class SystemSampler(threading.Thread):
         return {} if rate is None else {f"{PREFIX}tokens_per_s": rate}
 
     def sample(self) -> dict[str, float]:
-        """This moment's figures (CPU % since the previous sample)."""
+        """This moment's figures (CPU % since the previous sample), stamped with the time
+        (``system/time``, Unix seconds: the Deck draws system charts against the clock)."""
         out: dict[str, float] = {}
         if self._process is not None:
             out.update(process_metrics(self._process))
         cuda = self._cuda()
         if cuda is not None:
             out.update(cuda_metrics(cuda, self._utilisation))
+        if out:
+            out[f"{PREFIX}time"] = time.time()
         return out
 
     def emit(self) -> None:
