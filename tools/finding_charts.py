@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
 
 from app.diagnostics import Finding, RunContext, diagnose
+from tests.diagnostics.conftest import healthy_cols
+from tests.diagnostics.failure_runs import ramp as _ramp
 
 N_STEPS = 300
 WIDTH, HEIGHT, PAD_L, PAD_R, PAD_T, PAD_B = 640, 230, 56, 16, 40, 30
@@ -40,30 +42,11 @@ class Example:
     context: RunContext | None = None
 
 
-def _ramp(steps: np.ndarray, start: int, end: int) -> np.ndarray:
-    """0 before ``start``, 1 after ``end``, linear between."""
-    return np.clip((steps - start) / max(end - start, 1), 0.0, 1.0)
-
-
 def _healthy(seed: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.random.Generator]:
-    """A healthy GRPO run: the reward rises, groups have spread, entropy drifts down slowly."""
-    rng = np.random.default_rng(seed)
-    steps = np.arange(1, N_STEPS + 1)
-    t, k = steps / N_STEPS, len(steps)
-    fmt = np.clip(1 / (1 + np.exp(-(t - 0.12) * 30)) + rng.normal(0, 0.04, k), 0, 1)
-    acc = np.clip(0.1 + 0.6 / (1 + np.exp(-(t - 0.5) * 8)) + rng.normal(0, 0.05, k), 0, 1)
-    cols = {
-        "rewards/format/mean": fmt, "rewards/accuracy/mean": acc, "reward": fmt + acc,
-        "reward_std": 0.4 + rng.normal(0, 0.03, k),
-        "frac_reward_zero_std": np.clip(0.3 + rng.normal(0, 0.08, k), 0, 1),
-        "entropy": 0.9 - 0.2 * t + rng.normal(0, 0.03, k),
-        "kl": 0.002 + 0.04 * t + np.abs(rng.normal(0, 0.003, k)),
-        "completions/mean_length": 300 - 40 * t + rng.normal(0, 12, k),
-        "completions/clipped_ratio": np.clip(0.02 + rng.normal(0, 0.01, k), 0, 1),
-        "grad_norm": 0.5 + np.abs(rng.normal(0, 0.1, k)),
-        "loss": rng.normal(0, 0.005, k),
-    }
-    return steps, cols, rng
+    """The diagnostics tests' healthy GRPO run (the reward rises, groups have spread, entropy
+    drifts down slowly), and a generator for the failure drawn on top of it."""
+    steps, cols = healthy_cols(N_STEPS, 1, seed)
+    return steps, cols, np.random.default_rng(seed + 100)
 
 
 def _rows(steps: np.ndarray, cols: dict[str, np.ndarray]) -> list[tuple[int, dict]]:

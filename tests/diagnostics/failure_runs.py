@@ -29,7 +29,7 @@ class Labelled:
     last_step: int
 
 
-def _ramp(steps: np.ndarray, start: int, end: int) -> np.ndarray:
+def ramp(steps: np.ndarray, start: int, end: int) -> np.ndarray:
     """0 before ``start``, 1 after ``end``, linear between."""
     return np.clip((steps - start) / max(end - start, 1), 0.0, 1.0)
 
@@ -48,8 +48,8 @@ def hack_total_rises() -> Labelled:
     """Format climbs while accuracy falls from step 120; the total still rises."""
     steps, c, r = _hacking_base(31)
     k = len(steps)
-    fmt = 0.1 + 0.9 * _ramp(steps, 40, 200) + r.normal(0, 0.03, k)
-    acc = 0.55 - 0.35 * _ramp(steps, 120, 260) + r.normal(0, 0.03, k)
+    fmt = 0.1 + 0.9 * ramp(steps, 40, 200) + r.normal(0, 0.03, k)
+    acc = 0.55 - 0.35 * ramp(steps, 120, 260) + r.normal(0, 0.03, k)
     c.update({"rewards/format/mean": fmt, "rewards/accuracy/mean": acc, "reward": fmt + acc})
     return _run(steps, c, 120, "reward_hacking", "warning")
 
@@ -58,7 +58,7 @@ def hack_total_flat() -> Labelled:
     """Style rises exactly as much as correctness falls: the total stays flat."""
     steps, c, r = _hacking_base(32)
     k = len(steps)
-    move = 0.45 * _ramp(steps, 100, 260)
+    move = 0.45 * ramp(steps, 100, 260)
     style = 0.3 + move + r.normal(0, 0.03, k)
     corr = 0.7 - move + r.normal(0, 0.03, k)
     c.update({"rewards/style/mean": style, "rewards/correctness/mean": corr,
@@ -72,8 +72,8 @@ def hack_saturated_total_falls() -> Labelled:
     rate falls and the total falls with it."""
     steps, c, r = _hacking_base(33)
     k = len(steps)
-    fmt = np.minimum(1.0, 0.4 + 0.6 * _ramp(steps, 1, 40) + np.abs(r.normal(0, 0.005, k)))
-    acc = 0.6 - 0.45 * _ramp(steps, 120, 220) + r.normal(0, 0.03, k)
+    fmt = np.minimum(1.0, 0.4 + 0.6 * ramp(steps, 1, 40) + np.abs(r.normal(0, 0.005, k)))
+    acc = 0.6 - 0.45 * ramp(steps, 120, 220) + r.normal(0, 0.03, k)
     c.update({"rewards/format/mean": fmt, "rewards/pass_rate/mean": acc, "reward": fmt + acc})
     c.pop("rewards/accuracy/mean")
     return _run(steps, c, 120, "reward_hacking", "warning")
@@ -84,8 +84,8 @@ def hack_monitor_objective() -> Labelled:
     monitored only (weight 0). Blocks rise, tests fall below zero; the total is blocks only."""
     steps, c, r = _hacking_base(34)
     k = len(steps)
-    blocks = 0.2 + 0.75 * _ramp(steps, 30, 150) + r.normal(0, 0.03, k)
-    tests = 0.3 - 0.5 * _ramp(steps, 80, 200) + r.normal(0, 0.03, k)
+    blocks = 0.2 + 0.75 * ramp(steps, 30, 150) + r.normal(0, 0.03, k)
+    tests = 0.3 - 0.5 * ramp(steps, 80, 200) + r.normal(0, 0.03, k)
     c.update({"rewards/code_blocks/mean": blocks, "rewards/unit_tests/mean": tests,
               "reward": blocks})
     c.pop("rewards/format/mean"), c.pop("rewards/accuracy/mean")
@@ -97,7 +97,7 @@ def collapse_from_peak() -> Labelled:
     """Reward rises to a peak at step 120, falls back below its start by 170, stays."""
     steps, c, r = _hacking_base(35)
     k = len(steps)
-    up, down = _ramp(steps, 10, 120), _ramp(steps, 120, 170)
+    up, down = ramp(steps, 10, 120), ramp(steps, 120, 170)
     reward = 0.3 + 0.8 * up - 0.9 * down + r.normal(0, 0.04, k)
     c.update({"reward": reward, "rewards/accuracy/mean": reward - c["rewards/format/mean"]})
     return _run(steps, c, 120, "reward_collapse", "critical")
@@ -128,7 +128,7 @@ def truncation_disappears() -> Labelled:
     (clipped ratio to 0, length 1000 -> 150) while the reward rises. Info at most."""
     steps, c, r = _hacking_base(38, every=5)
     k = len(steps)
-    done = _ramp(steps, 60, 120)
+    done = ramp(steps, 60, 120)
     c["completions/mean_length"] = 1000 - 850 * done + r.normal(0, 10, k)
     c["completions/clipped_ratio"] = np.clip(0.7 * (1 - done) + r.normal(0, 0.01, k), 0, 1)
     return _run(steps, c, 100, "length_collapse", "info",  # below 35% of the start from ~105
@@ -140,7 +140,7 @@ def entropy_collapse_zero_spread() -> Labelled:
     Each is a warning on its own (entropy at 22% of its start, 85% zero-spread groups)."""
     steps, c, r = _hacking_base(39)
     k = len(steps)
-    gone = _ramp(steps, 100, 130)
+    gone = ramp(steps, 100, 130)
     c["entropy"] = 0.9 - 0.7 * gone + r.normal(0, 0.01, k)  # 22%: a warning on its own
     c["frac_reward_zero_std"] = np.clip(0.3 + 0.55 * gone + r.normal(0, 0.02, k), 0, 1)
     c["reward"] = 0.6 + r.normal(0, 0.04, k)
@@ -151,7 +151,7 @@ def entropy_blowup_at_cap() -> Labelled:
     """Entropy triples from step 120 while completions run into the 512 cap: random text."""
     steps, c, r = _hacking_base(40)
     k = len(steps)
-    up = _ramp(steps, 120, 160)
+    up = ramp(steps, 120, 160)
     c["entropy"] = 0.8 + 1.6 * up + r.normal(0, 0.03, k)
     c["completions/clipped_ratio"] = np.clip(0.02 + 0.9 * up + r.normal(0, 0.02, k), 0, 1)
     c["completions/mean_length"] = 250 + 250 * up + r.normal(0, 5, k)
@@ -163,7 +163,7 @@ def kl_sustained() -> Labelled:
     """KL climbs past 1 from step 100 and stays high for the rest of the run."""
     steps, c, r = _hacking_base(41)
     k = len(steps)
-    c["kl"] = 0.01 + 2.5 * _ramp(steps, 100, 180) + np.abs(r.normal(0, 0.02, k))
+    c["kl"] = 0.01 + 2.5 * ramp(steps, 100, 180) + np.abs(r.normal(0, 0.02, k))
     return _run(steps, c, 100, "kl_blowup", "critical")
 
 
