@@ -19,19 +19,22 @@ import numpy as np
 from app.metrics.series import Series
 
 TIME = "system/time"  # Unix seconds of the sample (grpodeck.client.system)
+# A stamp outside 2000-2100 is no clock reading (a unit mix-up, a hostile client): left out,
+# so one such value cannot stretch the axis over centuries.
+PLAUSIBLE = (946_684_800.0, 4_102_444_800.0)
 AXIS: dict[str, Any] = {"type": "date", "title": {"text": "wall-clock (UTC)",
                                                   "font": {"size": 11}, "standoff": 4},
                         "unifiedhovertitle": {"text": "%{x|%Y-%m-%d %H:%M:%S} UTC"}}
 
 
 def stamps(series: dict[str, Series]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(steps, milliseconds since the epoch) of the run's finite time stamps, in step order;
-    None when it has none."""
+    """(steps, milliseconds since the epoch) of the run's plausible time stamps, in step
+    order; None when it has none."""
     s = series.get(TIME)
     if s is None:
         return None
     pairs = sorted((float(x), v * 1000.0) for x, v in zip(s.steps, s.values, strict=True)
-                   if math.isfinite(v))
+                   if math.isfinite(v) and PLAUSIBLE[0] <= v <= PLAUSIBLE[1])
     if not pairs:
         return None
     steps, ms = zip(*pairs, strict=True)

@@ -105,3 +105,25 @@ def test_system_charts_read_by_the_clock_when_samples_are_stamped(client: TestCl
     reward = json.loads(one(page, "#chart-reward")["data-figure"])
     assert reward["data"][0]["x"][:3] == [1, 2, 3] and "type" not in reward["layout"]["xaxis"]
     assert not html(page).select(".chart-box[data-key=system_time]")
+
+
+def test_a_stamp_that_is_no_clock_reading_is_left_out(client: TestClient) -> None:
+    """NaN, 1e300 or milliseconds sent as seconds cannot stretch the axis over centuries: such
+    a stamp is ignored and its step placed between its plausible neighbours; a run with none
+    left keeps the step axis."""
+    run_id, headers = running_run(client)
+    t0 = 1_800_000_000.0
+    stamps = {1: t0, 2: "nan", 3: 1e300, 4: t0 * 1000, 5: t0 + 40}
+    rows = [{"step": s, "metrics": {"system/cpu_percent": 100.0, "system/time": t}}
+            for s, t in stamps.items()]
+    assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers).status_code == 200
+    cpu = json.loads(one(client.get(f"/runs/{run_id}").text, "#chart-system_cpu")["data-figure"])
+    assert cpu["data"][0]["x"] == [1000 * (t0 + 10 * k) for k in range(5)]
+
+    other, headers = running_run(client)
+    rows = [{"step": 1, "metrics": {"system/cpu_percent": 1.0, "system/time": -5.0}}]
+    assert client.post(f"/api/runs/{other}/metrics", json={"rows": rows},
+                       headers=headers).status_code == 200
+    cpu = json.loads(one(client.get(f"/runs/{other}").text, "#chart-system_cpu")["data-figure"])
+    assert cpu["data"][0]["x"] == [1] and "time_axis" not in cpu["layout"].get("meta", {})
