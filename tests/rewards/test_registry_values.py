@@ -154,3 +154,17 @@ def test_overlong_penalty_with_its_own_cap_and_share() -> None:
 def test_overlong_penalty_without_token_ids_says_what_it_needs() -> None:
     with pytest.raises(ValueError, match="completion_ids"):
         build("overlong_penalty")(completions=["x"])
+
+
+@pytest.mark.parametrize("params, words", [({"soft_share": 0}, "soft_share"),
+                                           ({"soft_share": "nan"}, "soft_share"),
+                                           ({"max_length": -1}, "max_length"),
+                                           ({"max_length": 10**9}, "max_length")])
+def test_overlong_penalty_parameters_out_of_range_are_refused_by_name(
+        params: dict[str, object], words: str) -> None:
+    from pydantic import ValidationError
+
+    from grpodeck.contract.spec import RunSpec
+
+    with pytest.raises(ValidationError, match=words):
+        RunSpec(rewards=[{"name": "overlong_penalty", "params": params}])
