@@ -81,14 +81,17 @@ def serve_command(host: str, port: int) -> list[str]:
 
 def _child_environment(host: str, port: int) -> None:
     """What the children inherit: the worker reaches this web app on the port given here (its
-    heartbeat and the task messages' report URL), and the web app expects both background
-    processes, so one that never comes up is reported too (``app.processes``)."""
+    heartbeat and the task messages' report URL), the web app expects both background
+    processes, so one that never comes up is reported too (``app.processes``), and the
+    scheduler settles live runs' metrics, so the one web process keeps its CPU for requests."""
     settings = get_settings()  # the environment and .env: an explicit choice is kept
     if settings.report_url is None:
         local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         os.environ["GRPODECK_REPORT_URL"] = f"http://{local}:{port}"
     if not settings.expect_processes:
         os.environ["GRPODECK_EXPECT_PROCESSES"] = "scheduler,worker"
+    if "settle_in" not in settings.model_fields_set:  # the scheduler settles, not the web app
+        os.environ["GRPODECK_SETTLE_IN"] = "scheduler"
 
 
 def _log_supervision() -> None:

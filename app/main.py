@@ -38,7 +38,7 @@ from app.listing import api as listing_api
 from app.listing import views as list_views
 from app.logs import views as log_views
 from app.metrics import api as metrics_api
-from app.metrics.settler import Settler
+from app.metrics.settler import start_here
 from app.mlflow import api as mlflow_api
 from app.page_context import install as install_page_context
 from app.processes import api as processes_api
@@ -69,12 +69,11 @@ def _favicon() -> FileResponse:
 
 @asynccontextmanager
 async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-    """A served process (not an in-process test client) runs the background settler: live
-    runs' waiting steps are spread off the read path (``app/metrics/settler.py``)."""
-    every = get_settings().settle_seconds
-    settler = Settler(get_sessionmaker(), every) if every > 0 else None
-    if settler is not None:
-        settler.start()
+    """A served process (not an in-process test client) runs the background settler, unless
+    the scheduler does: live runs' waiting steps are spread off the read path
+    (``app/metrics/settler.py``)."""
+    settings = get_settings()
+    settler = start_here("web", get_sessionmaker(), settings.settle_seconds, settings.settle_in)
     try:
         yield
     finally:

@@ -1,8 +1,9 @@
 """`grpodeck scheduler`: the one process for background work, apart from the web processes.
 
-It delivers alerts (the outbox sender, every ``alert_poll_seconds``) and checks live runs and
+It delivers alerts (the outbox sender, every ``alert_poll_seconds``), checks live runs and
 started dry runs for silence (``check_live_runs``, ``check_dry_runs``, every
-``lost_check_seconds``). Running it inside every web process
+``lost_check_seconds``) and, with ``settle_in=scheduler``, settles live runs' waiting metric
+steps (``app.metrics.settler``). Running it inside every web process
 would send everything once per uvicorn worker; it is a plain process rather than Celery beat
 because Celery workers here are GPU machines busy with one long training task each (a beat task
 would queue behind a run for hours) and hold no database credentials, while this loop needs
@@ -28,6 +29,7 @@ from app.core.config import get_settings
 from app.core.db import get_sessionmaker
 from app.dryruns.lost import check_dry_runs
 from app.ingest.watch import check_live_runs
+from app.metrics.settler import start_here
 from app.processes.service import beat
 from grpodeck.contract.heartbeat import Heartbeat
 
@@ -91,6 +93,8 @@ def run(stop: threading.Event | None = None) -> None:
     beacon = Beacon(settings.heartbeat_seconds)
     log.info("scheduler %s: sending alerts every %.1fs, lost-run check every %.0fs",
              sender.name, settings.alert_poll_seconds, settings.lost_check_seconds)
+    settler = start_here("scheduler", get_sessionmaker(), settings.settle_seconds,
+                         settings.settle_in)
     try:
         while not stop.is_set():
             beacon.maybe_beat()
@@ -110,6 +114,8 @@ def run(stop: threading.Event | None = None) -> None:
             stop.wait(settings.alert_poll_seconds)
     finally:
         sender.close()
+        if settler is not None:
+            settler.stop()
 
 
 def main() -> None:

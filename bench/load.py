@@ -290,7 +290,8 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
     port = _free_port()
     env = {**os.environ, "GRPODECK_DATABASE_URL": database_url,
            "GRPODECK_BROKER_URL": f"sqla+sqlite:///{tmp / 'broker.db'}",
-           "GRPODECK_RUNS_DIR": str(tmp / "runs"), "GRPODECK_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+           "GRPODECK_RUNS_DIR": str(tmp / "runs"), "GRPODECK_PUBLIC_URL": f"http://127.0.0.1:{port}",
+           "GRPODECK_SETTLE_IN": args.settle_in}
     os.environ.update({k: v for k, v in env.items() if k.startswith("GRPODECK_")})
     subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=env, cwd=ROOT, check=True,
                    capture_output=True)
@@ -302,6 +303,10 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
         server_cmd = [py_spy, "record", "--format", "raw", "-o", f"{args.profile}.{backend}.txt",
                       "--", *server_cmd]
     server = subprocess.Popen(server_cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    helper = None
+    if args.settle_in == "scheduler":  # as `grpodeck up` runs it: its own process settles
+        helper = subprocess.Popen([sys.executable, "-m", "app.cli", "scheduler"], env=env, cwd=ROOT,
+                                  stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(300):
             try:
@@ -313,11 +318,12 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, object]:
         stats, elapsed = asyncio.run(_drive(f"http://127.0.0.1:{port}", runs, args))
         server_cpu = _cpu_seconds(server.pid) - cpu_before
     finally:
-        server.send_signal(2)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for process in (p for p in (server, helper) if p is not None):
+            process.send_signal(2)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
     stored = _stored([rid for rid, _ in runs])
     sent_points = sum(len(s) for s in stats.sent.values())
     lost = sum(len(stats.sent[rid] - stored.get(rid, set())) for rid, _ in runs)
@@ -368,6 +374,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--viewers", type=int, default=20, help="runs watched in a browser tab")
     parser.add_argument("--steps-per-batch", type=int, default=3)
+    parser.add_argument("--settle-in", choices=["web", "scheduler"], default="scheduler",
+                        help="where live runs are settled: the web process, or a scheduler "
+                        "process beside it (what `grpodeck up` and the compose file run)")
     parser.add_argument("--profile", help="record the server with py-spy (collapsed stacks) into PROFILE.<backend>.txt")
     parser.add_argument("--smoke", action="store_true",
                         help="2 runs, 2 pages, 4 s per backend: the same path, for "
@@ -378,7 +387,8 @@ def main() -> None:
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     print(f"{args.runs} runs x {len(METRICS)} metrics x {args.steps_per_batch} steps per batch "
           f"every 1-2 s (+1 rollout step), heartbeat 5 s, control poll 1 s; "
-          f"{args.viewers} run pages + /runs polled; {args.seconds:.0f} s per backend")
+          f"{args.viewers} run pages + /runs polled; {args.seconds:.0f} s per backend; "
+          f"settled in the {args.settle_in} process")
     for backend in backends:
         report(run_backend(backend, args))
 

@@ -77,9 +77,13 @@ class Settings(BaseSettings):
         1.0, ge=0, description="a live run's detectors run at most this often; batches between "
         "two evaluations only feed the diagnostics state (0: evaluate every batch)")
     settle_seconds: float = Field(
-        0.5, ge=0, description="each web process spreads live runs' waiting metric steps into "
-        "their charts at least this often, and at once after a batch (0: no background "
-        "settler; readers still see the waiting steps)")
+        0.5, ge=0, description="live runs' waiting metric steps are spread into their charts "
+        "at least this often (in a web process also at once after a batch it received; 0: no "
+        "background settler; readers still see the waiting steps)")
+    settle_in: Literal["web", "scheduler"] = Field(
+        "web", description="which process settles: a thread of each web process (web), or the "
+        "scheduler (scheduler: the web processes keep their CPU for requests; `grpodeck up` "
+        "and the compose file choose it)")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
     max_body_bytes: int = Field(
         256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "

@@ -1,10 +1,12 @@
-"""The settling service: every web process keeps the live runs' inboxes spread.
+"""The settling service: a background thread keeps the live runs' inboxes spread.
 
 Why: settling (``rollups.settle``) takes the run's write lock; done by the first reader, a page
-waited behind the run's batches and they behind it. Here a thread of each web process settles
-every run with waiting steps, woken at once by a batch received in this process (``wake``) and
-at least every ``settle_seconds`` for batches received by the others. Readers merge what still
-waits (``app/metrics/waiting.py``), so nothing a person sees waits for this.
+waited behind the run's batches and they behind it. Here a thread settles every run with waiting
+steps, at least every ``settle_seconds``. It runs where ``settle_in`` says: in each web process
+(woken at once by a batch received there, ``wake``), or in the scheduler, so that a web
+process, one interpreter, spends its CPU on requests (``grpodeck up``, the compose file).
+Readers merge what still waits (``app/metrics/waiting.py``), so nothing a person sees waits
+for this.
 
 Several web processes: each pass takes a run with ``FOR UPDATE SKIP LOCKED`` on PostgreSQL (a
 run being written, or settled by another process, is skipped until the next pass: the settler
@@ -100,3 +102,14 @@ class Settler:
             except Exception:  # the settler must outlive one bad pass
                 log.exception("settle pass failed")
             self._stop.wait(MIN_GAP_SECONDS)
+
+
+def start_here(process: str, make_session: Callable[[], Session], every_seconds: float,
+               settle_in: str) -> Settler | None:
+    """The started settler of this ``process`` ("web" or "scheduler") when ``settle_in`` names
+    it and the interval is on; else None."""
+    if process != settle_in or every_seconds <= 0:
+        return None
+    settler = Settler(make_session, every_seconds)
+    settler.start()
+    return settler

@@ -57,3 +57,37 @@ def test_the_settler_passes_over_a_run_being_written(client: TestClient, app_db:
         assert time.monotonic() - started < 5.0
     assert settler.settle_all(get_sessionmaker()) == 1
     assert _waiting(run_id) == (0, None)
+
+
+def test_the_scheduler_settles_when_settle_in_names_it_and_the_web_app_does_not(
+        client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``settle_in=scheduler`` (``grpodeck up``, the compose file): the scheduler's loop runs
+    the settler, a web process starts none; ``web`` (the default) is the other way round."""
+    import threading
+
+    from app import scheduler
+    from app.core.config import get_settings
+
+    assert settler.start_here("web", get_sessionmaker(), 0.5, "scheduler") is None
+    assert settler.start_here("scheduler", get_sessionmaker(), 0.0, "scheduler") is None
+    monkeypatch.setenv("GRPODECK_SETTLE_IN", "scheduler")
+    monkeypatch.setenv("GRPODECK_SETTLE_SECONDS", "0.2")
+    get_settings.cache_clear()
+    run_id, headers = running_run(client)
+    rows = [{"step": s, "metrics": {"reward": s / 10}} for s in range(1, 21)]
+    assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers).status_code == 200
+    assert _waiting(run_id)[0] == 20  # nobody in this process settles
+    stop = threading.Event()
+    loop = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while _waiting(run_id) != (0, None) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling recorded state, bounded by the deadline
+        assert _waiting(run_id) == (0, None)
+    finally:
+        stop.set()
+        loop.join(timeout=30)
+        get_settings.cache_clear()
+    assert not loop.is_alive()
