@@ -75,7 +75,7 @@ def bare(spec_dict: dict[str, Any]) -> list[float]:
     from trl import GRPOTrainer
 
     from grpodeck.contract.spec import RunSpec
-    from worker.rewards.registry import build
+    from worker.rewards.registry import build_rewards
     from worker.training.config import build_grpo_config
     from worker.training.datasets import load_prompts
     from worker.training.models import load_model_and_tokenizer
@@ -86,7 +86,7 @@ def bare(spec_dict: dict[str, Any]) -> list[float]:
     clock = StepClock()
     with tempfile.TemporaryDirectory() as out:
         GRPOTrainer(model=model, processing_class=tokenizer, args=build_grpo_config(spec, out),
-                    reward_funcs=[build(r.name, r.params) for r in spec.rewards],
+                    reward_funcs=build_rewards(spec),
                     train_dataset=train_ds, callbacks=[clock]).train()
     return clock.intervals()
 

@@ -33,7 +33,7 @@ def main() -> None:
     from trl import GRPOTrainer
 
     from grpodeck.contract.spec import RunSpec
-    from worker.rewards.registry import build
+    from worker.rewards.registry import build_rewards
     from worker.training.config import build_grpo_config
     from worker.training.datasets import load_prompts
     from worker.training.models import load_model_and_tokenizer
@@ -45,7 +45,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as out:
         trainer = GRPOTrainer(model=model, processing_class=tokenizer,
                               args=build_grpo_config(spec, out),
-                              reward_funcs=[build(r.name, r.params) for r in spec.rewards],
+                              reward_funcs=build_rewards(spec),
                               train_dataset=train_ds)
         result = trainer.train()
     if trainer.accelerator.is_main_process:

@@ -34,7 +34,7 @@ def bench(model_ref: str, max_completion_length: int, steps: int) -> list[float]
     from trl import GRPOTrainer
 
     from grpodeck.contract.spec import RunSpec
-    from worker.rewards.registry import build
+    from worker.rewards.registry import build_rewards
     from worker.training.config import build_grpo_config
     from worker.training.datasets import load_prompts
     from worker.training.models import load_model_and_tokenizer
@@ -46,7 +46,7 @@ def bench(model_ref: str, max_completion_length: int, steps: int) -> list[float]
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as out:
         trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=build_grpo_config(spec, out),
-                              reward_funcs=[build(r.name, r.params) for r in spec.rewards],
+                              reward_funcs=build_rewards(spec),
                               train_dataset=train_ds, callbacks=[timer])
         trainer.train()
     return timer.times[1:] or timer.times

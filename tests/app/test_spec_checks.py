@@ -97,6 +97,7 @@ def test_reward_params() -> None:
     assert reward_params("exact_answer", {}) == {}
     assert message(reward_params, "nope", {}) == (
         "unknown reward function 'nope'; known: length_target, format_tag, exact_answer, "
-        "constant, debug_raise, unit_tests, code_block_count, format_regex, answer_match, custom")
+        "constant, debug_raise, unit_tests, code_block_count, format_regex, answer_match, "
+        "overlong_penalty, custom")
     spec = RunSpec(rewards=[{"name": "format_tag"}])
     assert spec.rewards[0].params == {"tag": "answer"}

@@ -115,3 +115,9 @@ def build(name: str, params: dict[str, Any], max_completion_length: int) -> Rewa
     fn = FACTORIES[name](**params)
     fn.__name__ = name  # TRL logs rewards/<__name__>/mean
     return fn
+
+
+def build_rewards(spec: Any) -> list[RewardFn]:
+    """A run spec's reward functions, in order, as ``GRPOTrainer(reward_funcs=...)`` takes them
+    (the worker's training child and the benches that train bare TRL)."""
+    return [build(r.name, r.params, spec.max_completion_length) for r in spec.rewards]

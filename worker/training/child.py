@@ -92,7 +92,7 @@ def stage(name: str) -> None:
 
 def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output_dir: str,
            batch_rows: int, flush_seconds: float, report_deadline: float) -> GRPOTrainer:
-    from worker.rewards.registry import build
+    from worker.rewards.registry import build_rewards
     from worker.training.config import (
         build_grpo_config,
         build_peft_config,
@@ -117,7 +117,7 @@ def _train(spec: RunSpec, run_id: int | str, report_url: str, token: str, output
     train_ds = drop_long_prompts(train_ds, tokenizer, spec.max_prompt_length)
     if eval_ds is not None:
         eval_ds = drop_long_prompts(eval_ds, tokenizer, spec.max_prompt_length)
-    reward_funcs = [build(r.name, r.params, spec.max_completion_length) for r in spec.rewards]
+    reward_funcs = build_rewards(spec)
     # Rank 0 reports; the other ranks of a run on many devices stay silent (no sender, no
     # spool), but capture rollouts like it (the capture gathers across ranks) and drop them.
     reporter = MetricsReporter(report_url, run_id, token, batch_rows=batch_rows,
