@@ -85,7 +85,11 @@ conn.rollback()
 
 @pytest.fixture(scope="module")
 def deck(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    with live_stack("embedded", tmp_path_factory.mktemp("locked-deck")) as live:
+    # A request waits 2 s for the lock (10 s by default): the 20 s lock then outlasts any
+    # chain of waits (the settler's pass, then a batch), so a batch posted while it is held is
+    # answered 503, never let through at the lock's release (seen once in CI with 10 s).
+    with live_stack("embedded", tmp_path_factory.mktemp("locked-deck"),
+                    extra_env={"GRPODECK_DATABASE_LOCK_TIMEOUT_SECONDS": "2"}) as live:
         yield live
 
 
