@@ -26,6 +26,14 @@ def _waiting(run_id: int) -> tuple[int, int | None]:
         return rows, db.get(Run, run_id).rollups_stale_lo
 
 
+def assert_settled(run_id: int) -> None:
+    """Wait (polling recorded state, bounded by the deadline) until nothing of the run waits."""
+    deadline = time.monotonic() + DEADLINE_S
+    while _waiting(run_id) != (0, None) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _waiting(run_id) == (0, None)
+
+
 def test_the_settler_spreads_a_batch_with_nobody_reading(client: TestClient) -> None:
     run_id, headers = running_run(client)
     worker = settler.Settler(get_sessionmaker(), every_seconds=60.0)  # only the wake-up helps
@@ -34,10 +42,7 @@ def test_the_settler_spreads_a_batch_with_nobody_reading(client: TestClient) -> 
         rows = [{"step": s, "metrics": {"reward": s / 10}} for s in range(1, 51)]
         assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
                            headers=headers).status_code == 200
-        deadline = time.monotonic() + DEADLINE_S
-        while _waiting(run_id) != (0, None) and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling recorded state, bounded by the deadline
-        assert _waiting(run_id) == (0, None)
+        assert_settled(run_id)
     finally:
         worker.stop()
 
@@ -82,10 +87,7 @@ def test_the_scheduler_settles_when_settle_in_names_it_and_the_web_app_does_not(
     loop = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
     loop.start()
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while _waiting(run_id) != (0, None) and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling recorded state, bounded by the deadline
-        assert _waiting(run_id) == (0, None)
+        assert_settled(run_id)
     finally:
         stop.set()
         loop.join(timeout=30)
