@@ -51,9 +51,20 @@ class Group(BaseModel):
     completions: list[Completion] = Field(min_length=1, max_length=512)
 
 
+def _distinct_indices(groups: list[Group]) -> list[Group]:
+    """A group is stored under (run, step, index): two groups of one step under one index would
+    collide in the store (a PostgreSQL 500, found by the API fuzzer), so the step is refused."""
+    seen: set[int] = set()
+    for group in groups:
+        if group.index in seen:
+            raise ValueError(f"group index {group.index} appears twice in one step")
+        seen.add(group.index)
+    return groups
+
+
 class RolloutStep(BaseModel):
     step: int = Field(ge=0, lt=MAX_STEP)
-    groups: list[Group] = Field(max_length=256)
+    groups: Annotated[list[Group], AfterValidator(_distinct_indices)] = Field(max_length=256)
 
 
 class MetricBatch(BaseModel):

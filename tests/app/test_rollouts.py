@@ -149,6 +149,22 @@ def test_a_step_sent_twice_in_one_batch_keeps_its_last_groups(client: TestClient
     assert len(get(client, run_id, step=2)["groups"]) == 4
 
 
+def test_two_groups_under_one_index_are_refused_by_name_and_nothing_is_lost(
+        client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    """Two groups of one step under one index would collide in the store (a 500 on PostgreSQL,
+    found by the API fuzzer): the batch is a 422 naming the index; what was stored stays."""
+    run_id, headers = run_with_rollouts
+    twice = {"step": 3, "groups": [g | {"index": 7} for g in step_payload(3)["groups"][:2]]}
+    reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                        json={"rows": [{"step": 3, "metrics": {"reward": 0.2}}],
+                              "rollouts": [twice]})
+    assert reply.status_code == 422, reply.text
+    assert "group index 7 appears twice in one step" in reply.text
+    assert client.get(f"/api/runs/{run_id}/rollouts", params={"step": 3}).status_code == 404
+    assert len(get(client, run_id, step=2)["groups"]) == 4
+    assert client.get(f"/api/runs/{run_id}/metrics").json()["reward"]["steps"] == [1, 2]
+
+
 def test_storage_is_bounded(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.core.config import get_settings
 

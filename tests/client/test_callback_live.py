@@ -171,8 +171,9 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     """The web app frozen (SIGSTOP: connections hang, the worst case for a waiting client) for
     10 s, then killed and restarted: rows arrive exactly once, and no step waited on the frozen
     server (a step that did would last the client's whole request timeout, or until the
-    server thawed: 5 s at least, where a step here takes well under that even on a loaded
-    machine; a bound on the step time itself failed on load, not on the code)."""
+    server thawed: the timeout plus the step's own work, so longer than the timeout plus the
+    quickest step outside the outage; a bound on the step time alone failed on load, not on the
+    code: a loaded machine's step once took 5.05 s against the 5 s timeout)."""
     times = tmp_path / "times.jsonl"
     proc = start_script(deck, model_dir, tmp_path / "out", "outage", STEPS, "--times", str(times))
     try:
@@ -203,7 +204,7 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     normal = [g for g, t in gaps if not start <= t <= end]
     assert len(during) >= 3, "the outage must cover several steps"
     assert len(normal) >= 3, "steps outside the outage are the baseline"
-    assert max(during) < CLIENT_TIMEOUT_S, (during, normal)
+    assert max(during) < CLIENT_TIMEOUT_S + min(normal), (during, normal)
 
 
 def test_the_callback_works_next_to_trackio_in_the_same_script(
