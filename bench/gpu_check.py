@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from transformers import TrainerCallback
 
+from bench.scaling import device, run_scaling, spec_for
+
 WARMUP = 2
 
 
@@ -54,21 +56,6 @@ class StepClock(TrainerCallback):
     def intervals(self) -> list[float]:
         gaps = [b - a for a, b in zip(self.starts, self.starts[1:], strict=False)]
         return gaps[WARMUP:] if len(gaps) > WARMUP + 2 else gaps
-
-
-def device() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        return f"cuda: {props.name}, {props.total_memory / 2**30:.0f} GiB"
-    return f"cpu: {torch.get_num_threads()} threads"
-
-
-def spec_for(model: str, steps: int, length: int) -> dict[str, Any]:
-    return {"name": "gpu-check", "model": model, "dataset": "builtin:short-prompts",
-            "num_generations": 8, "max_steps": steps, "max_completion_length": length,
-            "logging_steps": 1, "rewards": [{"name": "length_target", "params": {"target": 20}}]}
 
 
 def bare(spec_dict: dict[str, Any]) -> list[float]:
@@ -135,7 +122,8 @@ def main(argv: list[str] | None = None) -> None:
         args.model, args.length = "builtin:tiny-random", 8
         args.steps, args.cpu = (2, True) if args.scaling else (3, False)
     if args.scaling:
-        scaling_main(args)
+        run_scaling(args.scaling, args.cpu, args.model, args.steps, args.length,
+                    args.side_seconds)
         return
     where = device()
     gpu = where.startswith("cuda")
@@ -165,26 +153,6 @@ def main(argv: list[str] | None = None) -> None:
     print(f"GRPO Deck overhead: {overhead:+.1%} of bare steps/s (goal < 2%)")
     print(json.dumps({"device": where, "model": model, "steps": steps, **rate,
                       "overhead": overhead}))
-
-
-def scaling_main(args: argparse.Namespace) -> None:
-    """``--scaling N``: 1 vs N processes, bare and through the Deck (``bench/scaling.py``)."""
-    from bench.scaling import report, scaling
-
-    if args.cpu:
-        import os
-
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    where = device()
-    model = args.model or "builtin:tiny-random"
-    steps = args.steps or (30 if where.startswith("cuda") else 6)
-    spec = spec_for(model, steps, args.length)
-    print(f"scaling on {where}; model {model}; {steps} steps, G=8, max_completion_length "
-          f"{args.length}; 1 vs {args.scaling} processes", flush=True)
-    figures = report(scaling(spec, args.scaling, args.cpu, args.side_seconds), args.scaling,
-                     spec["num_generations"])
-    print(json.dumps({"device": where, "model": model, "steps": steps,
-                      "processes": args.scaling, **figures}))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ it with N = 1, each side once, as the N-process launch took minutes on a loaded 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -38,6 +39,21 @@ class Side:
     processes: int
     steps_per_second: float | None = None
     why_not: str | None = None
+
+
+def device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        return f"cuda: {props.name}, {props.total_memory / 2**30:.0f} GiB"
+    return f"cpu: {torch.get_num_threads()} threads"
+
+
+def spec_for(model: str, steps: int, length: int) -> dict[str, Any]:
+    return {"name": "gpu-check", "model": model, "dataset": "builtin:short-prompts",
+            "num_generations": 8, "max_steps": steps, "max_completion_length": length,
+            "logging_steps": 1, "rewards": [{"name": "length_target", "params": {"target": 20}}]}
 
 
 def _port() -> int:
@@ -182,8 +198,42 @@ def report(sides: list[Side], processes: int, per_step_prompts: int) -> dict[str
     return figures
 
 
+def run_scaling(processes: int, cpu: bool, model: str | None, steps: int | None, length: int,
+                side_seconds: float) -> None:
+    """1 vs ``processes`` processes, bare and through the Deck: the table and a JSON line."""
+    if cpu:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    where = device()
+    model = model or "builtin:tiny-random"
+    steps = steps or (30 if where.startswith("cuda") else 6)
+    spec = spec_for(model, steps, length)
+    print(f"scaling on {where}; model {model}; {steps} steps, G=8, max_completion_length "
+          f"{length}; 1 vs {processes} processes", flush=True)
+    figures = report(scaling(spec, processes, cpu, side_seconds), processes,
+                     spec["num_generations"])
+    print(json.dumps({"device": where, "model": model, "steps": steps,
+                      "processes": processes, **figures}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The same options as ``bench/gpu_check.py --scaling N``, with N first."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("processes", type=int, metavar="N")
+    parser.add_argument("--cpu", action="store_true", help="on the CPU")
+    parser.add_argument("--model", default=None, help="default: the tiny random model")
+    parser.add_argument("--steps", type=int, default=None, help="default 30 on GPU, 6 on CPU")
+    parser.add_argument("--length", type=int, default=64, help="max_completion_length")
+    parser.add_argument("--side-seconds", type=float, default=600.0,
+                        help="time limit of each measured training")
+    parser.add_argument("--smoke", action="store_true", help="tiny model, 2 steps, CPU")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.model, args.length, args.steps, args.cpu = "builtin:tiny-random", 8, 2, True
+    run_scaling(args.processes, args.cpu, args.model, args.steps, args.length,
+                args.side_seconds)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    from bench.gpu_check import main
-
-    main(["--scaling", *sys.argv[1:]])
+    main()
