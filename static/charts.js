@@ -3,9 +3,11 @@
 // A run page stays open for hours, so nothing here replaces a chart element:
 // * new points are appended to the drawn traces (Plotly.extendTraces, from
 //   GET /api/runs/{id}/metrics?after=N) and finding ranges stretched with Plotly.relayout;
-// * when the charts' shape changes (new metric, finding opened or resolved, status), the
-//   server's fragment (data-poll; 204 until then) is merged chart by chart with Plotly.react:
-//   uirevision keeps what the user did, a new chart is inserted, nothing is swapped.
+// * when a finding opens, resolves or changes severity, the server sends only the marks
+//   (data-marks-only) and they replace each chart's shapes with Plotly.relayout;
+// * when the charts' shape changes (new metric, status), the server's fragment (data-poll; 204
+//   until then) is merged chart by chart with Plotly.react: uirevision keeps what the user
+//   did, a new chart is inserted, nothing is swapped.
 // Reading aids live here too, remembered in localStorage: an EMA smoothing slider (raw points
 // stay faint), markers only up to MARKERS_UP_TO points, one x-range for every chart (a toggle),
 // and a log scale for the charts that offer one (KL, gradient norm).
@@ -397,9 +399,24 @@
       .then(function (html) {
         if (!html) return false;
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("charts-panel");
+        if (fresh && fresh.dataset.marksOnly === "1") { remark(panel, fresh); return false; }
         if (fresh) merge(panel, fresh);
         return !!fresh;
       });
+  }
+
+  function remark(panel, fresh) {
+    // Only the findings changed (templates/runs/_chart_marks.html): each step chart's marks are
+    // replaced, its data and zoom stay; the points are polled as usual.
+    ["live", "refresh", "poll"].forEach(function (k) { panel.dataset[k] = fresh.dataset[k]; });
+    var marks = JSON.parse(fresh.dataset.marks || "{}");
+    panelCharts().forEach(function (el) {
+      if (!el.data || !el._base || onClock(el)) return;
+      var m = marks[el.id.replace(/^chart-/, "")] || { shapes: [], annotations: [] };
+      el._base.shapes = m.shapes;
+      el._base.annotations = m.annotations;
+      Plotly.relayout(el, { shapes: m.shapes, annotations: m.annotations });
+    });
   }
 
   function merge(panel, fresh) {

@@ -69,7 +69,15 @@ BAND_HOVER = ("%{y:.4~g} (mean of %{customdata[2]} steps, band min-max "
               "%{customdata[0]:.4~g} to %{customdata[1]:.4~g})")
 
 
+def all_finite(values: Sequence[float]) -> bool:
+    """One C loop over the values (their sum); only a series that holds NaN/inf (or whose sum
+    overflows) is then walked value by value: a chart panel re-renders ~50k values."""
+    return math.isfinite(sum(values))
+
+
 def _finite(values: Sequence[float]) -> list[float | None]:
+    if all_finite(values):
+        return list(values)
     return [v if math.isfinite(v) else None for v in values]
 
 
@@ -100,6 +108,7 @@ def _trace(name: str, series: Series, secondary: bool) -> list[dict[str, Any]]:
 def nonfinite_points(names: Sequence[str], series: dict[str, Series]) -> list[tuple[str, int, str]]:
     """(metric, step, kind) for every non-finite value of the named series."""
     return [(name, step, nonfinite_kind(v)) for name in names
+            if not all_finite(series[name].values)
             for step, v in zip(series[name].steps, series[name].values, strict=True)
             if not math.isfinite(v)]
 
@@ -144,6 +153,14 @@ def _mark(mark: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return shape, note
 
 
+def mark_layout(marks: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A chart's findings as its layout's ``shapes`` and ``annotations`` (nothing else of a
+    chart's layout uses them: a live page replaces both when only the findings changed)."""
+    shapes_notes = [_mark(m) for m in marks]
+    return {"shapes": [shape for shape, _ in shapes_notes],
+            "annotations": [note for _, note in shapes_notes]}
+
+
 def _layout(panel: Panel, secondary: bool) -> dict[str, Any]:
     """Axes that say what they hold: a titled left axis, percent ticks for shares, and a titled
     0-100 % right axis whose ticks fall on quarters (not plotly's odd fractions)."""
@@ -171,10 +188,7 @@ def figure(panel: Panel, series: dict[str, Series],
     primary, secondary = names_for(panel, sorted(series))
     if not primary and not secondary:
         return None
-    layout = _layout(panel, bool(secondary))
-    shapes_notes = [_mark(m) for m in marks or []]
-    layout["shapes"] = [shape for shape, _ in shapes_notes]
-    layout["annotations"] = [note for _, note in shapes_notes]
+    layout = {**_layout(panel, bool(secondary)), **mark_layout(marks or [])}
     data = ([t for n in primary for t in _trace(n, series[n], False)]
             + [t for n in secondary for t in _trace(n, series[n], True)])
     points = nonfinite_points(primary + secondary, series)

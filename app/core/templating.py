@@ -7,6 +7,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
@@ -62,11 +63,20 @@ def finite_or_null(value: Any) -> Any:
     return value
 
 
+# What json.dumps(default=str) did with them: str() of dates, dataclasses and subclasses.
+_ORJSON_AS_JSON = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+                   | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS)
+
+
 def to_json_attr(value: Any) -> str:
     """JSON for a data- attribute; Jinja's autoescape then makes it safe inside the quotes.
 
     Chart builders already turn non-finite values into gaps; anything that slips through
     becomes null rather than a page that answers 500."""
+    try:  # orjson: a polled chart panel is ~50k numbers, 5-10x faster than json (NaN -> null)
+        return orjson.dumps(value, default=str, option=_ORJSON_AS_JSON).decode()
+    except orjson.JSONEncodeError:  # e.g. an integer past 64 bits: the standard library's way
+        pass
     try:
         return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str)
     except ValueError:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import html
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.auth.identity import CurrentIdentity
-from app.charts.figures import marks_by_panel, run_figures
+from app.charts.figures import run_figures
 from app.charts.panels import monitor_only
 from app.charts.summary import chart_summaries
 from app.compare.spec_diff import spec_changes
@@ -30,6 +29,7 @@ from app.metrics.rollups import chart_data
 from app.run_page import removal
 from app.run_page.devices import devices_panel
 from app.run_page.header import header_facts, shows_artifacts, shows_logs, shows_rollouts
+from app.run_page.live_charts import chart_marks, marks_payload, versions
 from app.run_page.stages import stage_of
 from app.runs import lifecycle, service
 from app.runs.lookup import run_or_404
@@ -75,11 +75,10 @@ def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord])
     points drawn, whatever the run's length."""
     budget = get_settings().chart_max_points
     data = chart_data(db, run, budget)
-    objectives = monitor_only(run.spec)
-    marks = marks_by_panel([f.to_dict() for f in findings if f.active], objectives)
-    return {**_run_context(run, db), "charts": run_figures(data.series, marks, objectives),
-            "after": data.last_step, "version": structure_version(run, findings),
-            "max_points": budget}
+    marks = chart_marks(run, findings)
+    return {**_run_context(run, db),
+            "charts": run_figures(data.series, marks, monitor_only(run.spec)),
+            "after": data.last_step, "versions": versions(run, marks), "max_points": budget}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -124,23 +123,22 @@ def status_panel(run_id: int, request: Request, db: SessionDep) -> Response:
     return templates.TemplateResponse(request, "runs/_status.html", _run_context(run, db))
 
 
-def structure_version(run: Run, findings: Sequence[FindingRecord]) -> str:
-    """Changes when the charts must be rebuilt: a new status, a new metric, a finding opened,
-    changed severity or resolved. New points alone don't: the page appends them."""
-    marks = sorted((f.category, f.metric_key, f.severity, f.first_step) for f in findings if f.active)
-    digest = hashlib.sha1(repr((run.status, run.metric_names, marks)).encode()).hexdigest()
-    return digest[:16]
-
-
 @router.get("/runs/{run_id}/_charts", response_class=HTMLResponse)
-def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = None) -> Response:
-    """Polled while a run is live; answers 204 (htmx keeps the panel) unless the charts' shape
-    changed, so a long run is not re-read every few seconds; new points come from
-    ``GET /api/runs/{id}/metrics?after=N`` (static/app.js)."""
+def charts_panel(run_id: int, request: Request, db: SessionDep, v: str | None = None,
+                 m: str | None = None) -> Response:
+    """Polled while a run is live (``v``, ``m``: the versions the page drew,
+    ``app/run_page/live_charts.py``): 204 while both hold, only the findings' marks when only
+    they changed, the whole panel when the charts' shape did. New points come from
+    ``GET /api/runs/{id}/metrics?after=N`` (static/charts.js)."""
     run = run_or_404(db, run_id)
     findings = findings_for(db, run.id)
-    if v is not None and v == structure_version(run, findings):
-        return Response(status_code=204)
+    marks = chart_marks(run, findings)
+    now = versions(run, marks)
+    if v is not None and v == now.shape:
+        if m == now.marks:
+            return Response(status_code=204)
+        return templates.TemplateResponse(request, "runs/_chart_marks.html", {
+            **_run_context(run), "versions": now, "marks": marks_payload(run, marks)})
     return templates.TemplateResponse(request, "runs/_charts.html",
                                       _charts_context(db, run, findings))
 

@@ -5,8 +5,12 @@ finding the reader collapsed stays collapsed across the findings panel's refresh
 from __future__ import annotations
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Response, expect
+from sqlalchemy.orm import sessionmaker
 
+from app.core.db import make_engine
+from app.diagnostics.model import Finding
+from tests.app.test_live_chart_marks import diagnose
 from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
@@ -98,6 +102,54 @@ def test_no_chart_is_replaced_and_zoom_is_kept_while_findings_change(page: Page,
     assert page.evaluate(X_RANGE, "chart-reward") == zoom
     assert page.evaluate(X_RANGE, "chart-loss") == zoom
     assert page.evaluate(X_RANGE, "chart-entropy") == zoom  # a new chart joins the shared zoom
+    assert errors == []
+
+
+def test_a_finding_shades_and_unshades_its_chart_with_only_the_marks_sent(
+        page: Page, live: Stack) -> None:
+    """No point is re-read for a finding: the poll answers its marks alone (a few hundred bytes)
+    and the page lays them over the drawn chart, keeping its element, its points and the zoom."""
+    run_id, headers = reporting_run(live)
+    report(live, run_id, headers, [row(s) for s in range(1, 21)])
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live.url}/runs/{run_id}")
+    expect(page.locator("#chart-loss .main-svg").first).to_be_visible()
+    page.evaluate(WATCH_REPLACEMENTS)
+    drag_zoom(page, "chart-reward", 0.2, 0.6)
+    page.wait_for_function("() => document.getElementById('chart-reward').layout.xaxis.autorange === false")
+    zoom = page.evaluate(X_RANGE, "chart-reward")
+    engine = make_engine(live.database_url)
+
+    def charts_answer(r: Response) -> bool:
+        return "/_charts?" in r.url and r.status == 200
+
+    try:
+        sessions = sessionmaker(engine)
+        loss_blowup = Finding(category="numerical_instability", severity="critical", first_step=5,
+                              last_step=12, summary="loss spikes", metric="loss")
+        with page.expect_response(charts_answer, timeout=15_000) as answer:
+            diagnose(run_id, [loss_blowup], sessions)
+        assert 'data-marks-only="1"' in answer.value.text()
+        page.wait_for_function(
+            "() => (document.getElementById('chart-loss').layout.shapes || []).length === 1",
+            timeout=15_000)
+        assert page.evaluate("document.getElementById('chart-loss').layout.annotations"
+                             ".map((a) => a.text)") == ["numerical_instability"]
+        with page.expect_response(charts_answer, timeout=15_000) as answer:
+            diagnose(run_id, [], sessions)  # resolved: the shade goes
+        assert 'data-marks-only="1"' in answer.value.text()
+        page.wait_for_function(
+            "() => (document.getElementById('chart-loss').layout.shapes || []).length === 0",
+            timeout=15_000)
+    finally:
+        engine.dispose()
+    assert page.evaluate("window.chartRemovals") == 0
+    assert page.evaluate("[...document.querySelectorAll('#charts-panel .chart')]"
+                         ".every((el) => el.dataset.original === '1')")
+    assert page.evaluate("document.getElementById('chart-reward').data[0].x.length") == 20
+    assert page.evaluate(X_RANGE, "chart-reward") == zoom
+    assert page.evaluate(X_RANGE, "chart-loss") == zoom
     assert errors == []
 
 
