@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import math
 import os
 import random
@@ -97,6 +98,8 @@ class Stats:
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_samples: list[str] = field(default_factory=list)
     sent: dict[int, set[tuple[int, str]]] = field(default_factory=lambda: defaultdict(set))
+    began: float = field(default_factory=time.perf_counter)
+    slowest: list[tuple[float, float, str]] = field(default_factory=list)  # (s, at s, kind)
 
     async def call(self, kind: str, request: object) -> httpx.Response | None:
         start = time.perf_counter()
@@ -106,7 +109,9 @@ class Stats:
             self._error(kind, f"{kind}: {type(exc).__name__}: {exc}")
             return None
         finally:
-            self.latencies[kind].append(time.perf_counter() - start)
+            took = time.perf_counter() - start
+            self.latencies[kind].append(took)
+            self.slowest.append((took, start - self.began, kind))
         if response.status_code >= 400:
             self._error(kind, f"{kind}: HTTP {response.status_code} {response.text[:200]}")
         return response
@@ -162,26 +167,26 @@ async def supervisor(client: httpx.AsyncClient, stats: Stats, run_id: int, token
         await asyncio.sleep(1.0)
 
 
-CHARTS_V = re.compile(r'_charts\?v=([0-9a-f]+)')
+CHARTS_POLL = re.compile(r'id="charts-panel"[^>]*?data-poll="([^"]+)"')
 
 
 async def viewer(client: httpx.AsyncClient, stats: Stats, run_id: int, deadline: float,
                  refresh: float, seed: int) -> None:
     rng = random.Random(seed)
     await asyncio.sleep(rng.uniform(0, refresh))
-    version, after, next_page = "", 0, 0.0
+    poll, after, next_page = f"/runs/{run_id}/_charts?v=", 0, 0.0
     while time.monotonic() < deadline:
         if time.monotonic() >= next_page:
             page = await stats.call("run page", client.get(f"/runs/{run_id}"))
-            if page is not None and (m := CHARTS_V.search(page.text)):
-                version = m.group(1)
+            if page is not None and (m := CHARTS_POLL.search(page.text)):
+                poll = html.unescape(m.group(1))
             next_page = time.monotonic() + 30
         await stats.call("status panel", client.get(f"/runs/{run_id}/_status"))
         await stats.call("findings panel", client.get(f"/runs/{run_id}/_findings"))
-        charts = await stats.call("charts fragment", client.get(f"/runs/{run_id}/_charts",
-                                                                params={"v": version}))
-        if charts is not None and charts.status_code == 200 and (m := CHARTS_V.search(charts.text)):
-            version = m.group(1)
+        # as static/charts.js: poll the panel's data-poll, then follow the one it answers
+        charts = await stats.call("charts fragment", client.get(poll))
+        if charts is not None and charts.status_code == 200 and (m := CHARTS_POLL.search(charts.text)):
+            poll = html.unescape(m.group(1))
         fresh = await stats.call("metrics?after", client.get(
             f"/api/runs/{run_id}/metrics", params={"after": after, "names": CHART_NAMES}))
         if fresh is not None and fresh.status_code == 200:
@@ -364,6 +369,9 @@ def report(result: dict[str, object]) -> None:
           + "".join(f"{pct(polls, q) * 1000:>9.0f}" for q in (50, 95, 99, 100)))
     for sample in stats.error_samples:
         print("  error:", sample)
+    # where the tail sits: a burst at the start (every tab opening at once) or all along
+    print("  slowest: " + ", ".join(f"{kind} {took * 1000:.0f} ms at {at:.1f} s"
+                                    for took, at, kind in sorted(stats.slowest)[-6:][::-1]))
     print(f"  server log: {result['log']}")
 
 
