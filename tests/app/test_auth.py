@@ -7,7 +7,7 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from app.auth import service
 from app.auth.models import ApiKey, UserSession
@@ -82,6 +82,33 @@ def test_the_first_account_ends_development_mode(client: TestClient) -> None:
     assert client.get("/healthz").status_code == 200
     assert client.get("/static/app/app.css").status_code == 200
     assert 'id="dev-mode"' not in client.get("/login").text
+
+
+def test_the_first_account_is_enforced_at_once_after_development_mode(
+        client: TestClient) -> None:
+    """Only "there are accounts" is remembered (``service.any_users``), never "there are none"."""
+    assert client.get("/runs", follow_redirects=False).status_code == 200  # development mode
+    make_user("admin@example.com", admin=True)
+    assert client.get("/runs", follow_redirects=False).status_code == 303
+
+
+def test_requests_with_accounts_do_not_ask_the_database_for_them_each_time(
+        client: TestClient) -> None:
+    make_user("admin@example.com", admin=True)
+    asked: list[str] = []
+
+    def count(conn, cursor, statement: str, *args: object) -> None:  # type: ignore[no-untyped-def]
+        if "FROM users" in statement and "users.email" not in statement:
+            asked.append(statement)
+
+    engine = get_sessionmaker().kw["bind"]
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        for _ in range(5):
+            assert client.get("/runs/_table", headers={"HX-Request": "true"}).status_code == 401
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(asked) <= 1
 
 
 def test_auth_off_skips_login_on_loopback_even_with_accounts(
