@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -186,6 +187,20 @@ def chart_data(db: Session, run: Run, max_points: int, names: list[str] | None =
                x0: int | None = None, x1: int | None = None) -> ChartData:
     """The run's metrics over steps ``x0..x1`` (default: all), at the finest level that fits:
     the settled summaries plus the steps still waiting (``waiting``), without the run's lock."""
+    with _CHART_READS:
+        return _chart_data(db, run, max_points, names, x0, x1)
+
+
+# Chart reads of one process at once. A page of a 1k-step run reads ~30k points: twenty tabs
+# opening pages together crowded the one interpreter, and a batch holding SQLite's write lock
+# waited for the GIL behind them (bench/load.py: ingest p99 1-2 s). The others queue here,
+# asleep, so ingest never waits for readers.
+CHART_READS_AT_ONCE = 2
+_CHART_READS = threading.BoundedSemaphore(CHART_READS_AT_ONCE)
+
+
+def _chart_data(db: Session, run: Run, max_points: int, names: list[str] | None = None,
+                x0: int | None = None, x1: int | None = None) -> ChartData:
     run_id = run.id
     pending = waiting.by_name(waiting.rows(db, run, -1 if x0 is None else x0 - 1), names, x1)
     known = _with_waiting(span(db, run_id), pending)

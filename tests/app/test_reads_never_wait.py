@@ -15,10 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.core.db import begin_write, get_sessionmaker
+from app.metrics import rollups
 from app.runs.models import Run
 from tests.app.conftest import running_run
 
@@ -76,3 +78,41 @@ def test_a_live_runs_page_api_and_the_runs_list_answer_while_its_write_lock_is_h
     assert replies[f"/api/runs/{run_id}/metrics"].json()["reward"]["steps"] == [1, 2, 3, 4, 5]
     assert replies[f"/api/runs/{run_id}/chart"].json()["last_step"] == 5
     assert "last 0.5 at step 5" in replies[f"/runs/{run_id}/_summaries"].text
+
+
+def test_at_most_two_chart_reads_run_at_once_the_rest_queue_asleep(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty tabs opening run pages together must not crowd out a batch holding the write
+    lock (``rollups.CHART_READS_AT_ONCE``): the third reader waits for a free place."""
+    run_id, headers = running_run(client)
+    client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                json={"rows": [{"step": s, "metrics": {"reward": s}} for s in range(1, 5)]})
+    inside, lock = [0], threading.Lock()
+    two_in, third_in, release = threading.Event(), threading.Event(), threading.Event()
+    read = rollups.span
+
+    def span(*args: object, **kwargs: object) -> object:  # the first read of a chart
+        with lock:
+            inside[0] += 1
+            (two_in if inside[0] == 2 else third_in if inside[0] > 2 else threading.Event()).set()
+        release.wait(30)
+        return read(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rollups, "span", span)
+    with get_sessionmaker()() as db, ThreadPoolExecutor(4) as pool:
+        run = db.get(Run, run_id)
+        assert run is not None
+        db.expunge(run)
+        readers = [pool.submit(lambda: _chart(run)) for _ in range(4)]
+        try:
+            assert two_in.wait(10)
+            assert not third_in.wait(1.0), "a third chart read ran beside the two"
+        finally:
+            release.set()
+        assert all(r.result(timeout=30).last_step == 4 for r in readers)
+    assert inside[0] == 4
+
+
+def _chart(run: Run) -> rollups.ChartData:
+    with get_sessionmaker()() as db:
+        return rollups.chart_data(db, run, 2000)
