@@ -54,7 +54,9 @@ def drag_zoom(page: Page, chart: str, start: float, end: float) -> None:
     page.mouse.up()
 
 
-def test_no_chart_is_replaced_and_zoom_is_kept_while_findings_change(page: Page, live: Stack) -> None:
+def watched_run(page: Page, live: Stack) -> tuple[int, dict[str, str], list[str]]:
+    """A live run with 20 steps, its page open and every chart element watched: (id, the
+    worker's headers, the page's script errors as they come)."""
     run_id, headers = reporting_run(live)
     report(live, run_id, headers, [row(s) for s in range(1, 21)])
     errors: list[str] = []
@@ -62,6 +64,11 @@ def test_no_chart_is_replaced_and_zoom_is_kept_while_findings_change(page: Page,
     page.goto(f"{live.url}/runs/{run_id}")
     expect(page.locator("#chart-loss .main-svg").first).to_be_visible()
     page.evaluate(WATCH_REPLACEMENTS)
+    return run_id, headers, errors
+
+
+def test_no_chart_is_replaced_and_zoom_is_kept_while_findings_change(page: Page, live: Stack) -> None:
+    run_id, headers, errors = watched_run(page, live)
     first_poll = page.evaluate("document.getElementById('charts-panel').dataset.poll")
 
     drag_zoom(page, "chart-reward", 0.2, 0.6)
@@ -109,13 +116,7 @@ def test_a_finding_shades_and_unshades_its_chart_with_only_the_marks_sent(
         page: Page, live: Stack) -> None:
     """No point is re-read for a finding: the poll answers its marks alone (a few hundred bytes)
     and the page lays them over the drawn chart, keeping its element, its points and the zoom."""
-    run_id, headers = reporting_run(live)
-    report(live, run_id, headers, [row(s) for s in range(1, 21)])
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{live.url}/runs/{run_id}")
-    expect(page.locator("#chart-loss .main-svg").first).to_be_visible()
-    page.evaluate(WATCH_REPLACEMENTS)
+    run_id, _, errors = watched_run(page, live)
     drag_zoom(page, "chart-reward", 0.2, 0.6)
     page.wait_for_function("() => document.getElementById('chart-reward').layout.xaxis.autorange === false")
     zoom = page.evaluate(X_RANGE, "chart-reward")
