@@ -87,7 +87,7 @@ def test_import_form_never_answers_5xx(client: TestClient) -> None:
 
 PAGES = ["/runs/{id}", "/runs/{id}/_charts", "/runs/{id}/_findings", "/runs/{id}/_status",
          "/runs/{id}/rollouts", "/runs/{id}/rollouts/_groups", "/runs/{id}/rollouts/prompt/{key}"]
-QUERY_KEYS = ["v", "step", "outcome", "truncated", "component", "min_value", "max_value", "q",
+QUERY_KEYS = ["v", "m", "step", "outcome", "truncated", "component", "min_value", "max_value", "q",
               "sort"]
 
 
