@@ -26,6 +26,7 @@ from app.runs.models import Run
 from app.runs.progress import progress
 
 SPARK_POINTS = 40
+SHOWN = ("reward", "kl", "frac_reward_zero_std")  # the metrics a row's numbers read
 SPARK_W, SPARK_H = 96, 22
 # The list's optional columns: key, header, metric read for it (None: from the run record).
 COLUMNS = (("reward", "Reward"), ("best", "Best reward"), ("kl", "KL"),
@@ -131,7 +132,7 @@ def _runtime(run: Run, now: datetime) -> float | None:
 def row_numbers(db: Session, runs: Sequence[Run]) -> dict[int, RowNumbers]:
     """Per shown run, its numbers (see the module docstring for the cost)."""
     now = datetime.now(UTC)
-    pending = {run.id: waiting.rows(db, run) for run in runs}  # before the settled numbers
+    pending = {run.id: waiting.rows(db, run, names=SHOWN) for run in runs}  # before settled
     with_metrics = [r.id for r in runs if r.metric_names]
     found = {row[0]: row[1:] for row in db.connection().execute(
         _NUMBERS, {"ids": with_metrics})} if with_metrics else {}

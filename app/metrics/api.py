@@ -30,7 +30,8 @@ def metrics(run_id: int, db: SessionDep,
     steps still waiting in the inbox: no write lock taken (``app/metrics/waiting.py``)."""
     run = run_or_404(db, run_id)
     wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
-    pending = waiting.by_name(waiting.rows(db, run, -1 if after is None else after), wanted)
+    pending = waiting.by_name(waiting.rows(db, run, -1 if after is None else after, wanted),
+                              wanted)
     series = waiting.merge(load_series(db, run_id, wanted, after), pending)  # inbox read first
     limit = max_points or 0
     return {name: (downsample(s, limit) if limit else s).to_json() for name, s in series.items()}

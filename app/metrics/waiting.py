@@ -15,7 +15,7 @@ between then shows its steps twice (merged by step), never zero times.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -25,11 +25,13 @@ from app.metrics.series import Series
 from app.runs.models import Run
 
 
-def rows(db: Session, run: Run, after: int = -1) -> list[Row]:
-    """The run's waiting steps after ``after``, in step order ([] when nothing waits: no query)."""
+def rows(db: Session, run: Run, after: int = -1, names: Sequence[str] | None = None
+         ) -> list[Row]:
+    """The run's waiting steps after ``after``, in step order, with only ``names`` when given
+    ([] when nothing waits: no query)."""
     if run.rollups_stale_lo is None:
         return []
-    return inbox.pending(db, run.id, after)
+    return inbox.pending(db, run.id, after, names)
 
 
 def by_name(waiting: Iterable[Row], names: Iterable[str] | None = None,

@@ -20,7 +20,7 @@ from app.health import state_cache
 from app.health.models import DiagnosticsRecord
 from app.launch import smoke
 from app.listing.row_numbers import row_numbers
-from app.metrics import settler
+from app.metrics import inbox, settler
 from app.metrics.models import InboxStep
 from app.runs import lifecycle
 from app.runs.models import Run
@@ -183,3 +183,24 @@ def test_a_summarised_chart_counts_the_waiting_steps_as_the_settled_one_does(
     assert sum(before["n"]) == sum(after["n"]) == 1700
     assert (before["n"], before["min"], before["max"]) == (after["n"], after["min"], after["max"])
     assert all(math.isclose(a, b) for a, b in zip(before["values"], after["values"], strict=True))
+
+
+def test_waiting_steps_picked_by_name_keep_their_values_and_drop_what_is_not_asked(
+        client: TestClient) -> None:
+    """What the runs list reads of a live run's inbox (``inbox.pending(names=...)``): only the
+    named metrics, NaN/inf restored, a re-sent step merged, a step with none of them left out."""
+    run_id, headers = running_run(client)
+    _post(client, run_id, headers, [
+        {"step": 1, "metrics": {"reward": 0.5, "kl": 0.1, "loss": 2.0}},
+        {"step": 2, "metrics": {"loss": 1.5}},
+        {"step": 3, "metrics": {"reward": "nan", "kl": "inf", "entropy": 0.7}}])
+    _post(client, run_id, headers, [{"step": 1, "metrics": {"reward": 0.75}}])  # re-sent
+    with get_sessionmaker()() as db:
+        picked = inbox.pending(db, run_id, -1, ("reward", "kl", "frac_reward_zero_std"))
+        whole = inbox.pending(db, run_id, -1)
+    assert [step for step, _ in picked] == [1, 3]
+    assert picked[0][1] == {"reward": 0.75, "kl": 0.1}
+    assert math.isnan(picked[1][1]["reward"]) and picked[1][1]["kl"] == math.inf
+    assert set(picked[1][1]) == {"reward", "kl"}
+    assert {step: {k: v for k, v in m.items() if k in ("reward", "kl")} for step, m in whole
+            if step != 3} == {1: picked[0][1], 2: {}}
