@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 REPLAY_CHUNK = 500
 ROLLOUT_REPLAY_CHUNK = 10  # captured steps per POST (~0.3 MB each by default; 8 MB allowed)
 CLAIM_RETRY_SECONDS = 30
+# The child trains with ``report_to="none"`` (it reports to the Deck), yet importing TRL imports
+# MLflow wherever it is installed (``trl.extras.profiling``): ~1 s of CPU per run start. This is
+# transformers' own switch for it.
+QUIET_INTEGRATIONS = {"DISABLE_MLFLOW_INTEGRATION": "TRUE"}
 
 
 def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str,
@@ -48,6 +52,14 @@ def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str
     return [sys.executable, "-m", "worker.training.child", "--spec", spec_path,
             "--run-id", str(run_id), "--report-url", report_url, "--output-dir", output_dir,
             "--report-deadline", str(report_deadline)]
+
+
+def child_env(token: str, out: Path, slot: Slot | None) -> dict[str, str]:
+    """The training child's environment: the run token and the marker key travel here, never
+    on the command line (a process listing shows it)."""
+    return {**os.environ, **QUIET_INTEGRATIONS, TOKEN_ENV: token,
+            SUPERVISOR_ENV: str(os.getpid()), MARKERS_ENV: str(out / MARKERS_FILE),
+            **slot_env(slot)}
 
 
 @celery_app.task(name=TRAIN_RUN, bind=True, max_retries=None)
@@ -92,8 +104,7 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
     (out / "spec.json").write_text(json.dumps(spec))
     for stale in (out / "metrics.jsonl", out / "metrics.jsonl.acked", out / MARKERS_FILE):
         stale.unlink(missing_ok=True)
-    env = {**os.environ, TOKEN_ENV: token, SUPERVISOR_ENV: str(os.getpid()),
-           MARKERS_ENV: str(out / MARKERS_FILE), **slot_env(slot)}  # the marker key: never
+    env = child_env(token, out, slot)
     stderr_path = out / "stderr.log"
     command = _child_command(run_id, str(out / "spec.json"), report_url, str(out),
                              settings.report_deadline_seconds)
