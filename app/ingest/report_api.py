@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, HTTPException, status
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
 from app.core.db import SessionDep, checkpoint_wal, write
@@ -127,16 +127,20 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
              openapi_extra=openapi_body(MetricBatch))
 def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(MetricBatch))],
                  db: SessionDep, background: BackgroundTasks,
-                 authorization: Authorization = None) -> IngestReply:
+                 authorization: Authorization = None) -> Response:
     rows = pipeline.normalized(batch.rows)  # before the lock: nothing to wait for here
     with write(db):
         run = locked_run(db, run_id, authorization)
         _require_running(run)
         accepted = pipeline.receive(db, run, pipeline.read(run, rows), batch.rollouts)
         control = _control(run)
-    settler.wake()  # committed: the background settler spreads it within a moment
+    if accepted:  # committed: the background settler spreads it within a moment
+        settler.wake()
     background.add_task(checkpoint_wal)  # after the reply: the batch is committed already
-    return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
+    reply = IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
+    # A Response as built: a returned model FastAPI would validate again, and for a sync route
+    # on one more trip to the thread pool (``response_model`` stays, for the OpenAPI schema).
+    return Response(reply.model_dump_json(), media_type="application/json")
 
 
 @router.get("/{run_id}/control", response_model=ControlOut)

@@ -44,6 +44,9 @@ from app.runs.models import Run, RunTag
 from grpodeck.contract.wire import ExternalRunIn
 
 router = APIRouter(prefix="/mlflow", tags=["mlflow"], include_in_schema=False)
+# The routes return MLflow's JSON as dicts with ``response_model=None``: FastAPI would otherwise
+# validate each returned dict against its annotation, for a sync route on one more trip to the
+# thread pool (a logged step per request is TRL's ``report_to="mlflow"``).
 API = "/api/2.0/mlflow"
 
 
@@ -141,18 +144,18 @@ def _set_tags(db: Session, run: Run, changes: mapping.TagChanges) -> None:
 
 # --- experiments: the Deck's groups (a group exists as soon as a run names it) ---
 
-@router.get(f"{API}/experiments/get-by-name")
+@router.get(f"{API}/experiments/get-by-name", response_model=None)
 def experiment_by_name(_: Caller, request: Request) -> dict[str, Any]:
     name = _query(request, "experiment_name")
     return {"experiment": experiment_json(mapping.group_of(name))}
 
 
-@router.get(f"{API}/experiments/get")
+@router.get(f"{API}/experiments/get", response_model=None)
 def experiment(_: Caller, request: Request) -> dict[str, Any]:
     return {"experiment": experiment_json(_group(_query(request, "experiment_id")))}
 
 
-@router.post(f"{API}/experiments/create")
+@router.post(f"{API}/experiments/create", response_model=None)
 def create_experiment(_: Caller, body: Body) -> dict[str, Any]:
     return {"experiment_id": mapping.experiment_id_of(
         mapping.group_of(parse(CreateExperiment, body).name))}
@@ -160,7 +163,7 @@ def create_experiment(_: Caller, body: Body) -> dict[str, Any]:
 
 # --- runs ---
 
-@router.post(f"{API}/runs/create")
+@router.post(f"{API}/runs/create", response_model=None)
 def create_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     new = parse(CreateRun, body)
     group = _group(new.experiment_id)
@@ -178,7 +181,7 @@ def create_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     return {"run": run_json(run, _tags_of(db, run))}
 
 
-@router.get(f"{API}/runs/get")
+@router.get(f"{API}/runs/get", response_model=None)
 def get_run(_: Caller, request: Request, db: SessionDep) -> dict[str, Any]:
     run = _run(db, request.query_params.get("run_id") or _query(request, "run_uuid"))
     return {"run": run_json(run, _tags_of(db, run))}
@@ -191,30 +194,30 @@ def _log(db: Session, caller: Identity, batch: LogBatch) -> dict[str, Any]:
     return {}
 
 
-@router.post(f"{API}/runs/log-batch")
+@router.post(f"{API}/runs/log-batch", response_model=None)
 def log_batch(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     return _log(db, caller, parse(LogBatch, body))
 
 
-@router.post(f"{API}/runs/log-metric")
+@router.post(f"{API}/runs/log-metric", response_model=None)
 def log_metric(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogMetric, body)
     return _log(db, caller, LogBatch(run_id=one.id, metrics=[one]))
 
 
-@router.post(f"{API}/runs/log-parameter")
+@router.post(f"{API}/runs/log-parameter", response_model=None)
 def log_parameter(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogOne, body)
     return _log(db, caller, LogBatch(run_id=one.id, params=[one]))
 
 
-@router.post(f"{API}/runs/set-tag")
+@router.post(f"{API}/runs/set-tag", response_model=None)
 def set_tag(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     one = parse(LogOne, body)
     return _log(db, caller, LogBatch(run_id=one.id, tags=[one]))
 
 
-@router.post(f"{API}/runs/update")
+@router.post(f"{API}/runs/update", response_model=None)
 def update_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     """A new name and/or an end: FINISHED and FAILED end it as a process's exit code would,
     KILLED as a cancel; ending an ended run again with its own status changes nothing."""
