@@ -55,8 +55,9 @@ def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str
 
 
 def child_env(token: str, out: Path, slot: Slot | None) -> dict[str, str]:
-    """The training child's environment: the run token and the marker key travel here, never
-    on the command line (a process listing shows it)."""
+    """The training child's environment: the run token travels here, never on the command line
+    (a process listing shows it); the log-marker key never reaches the child, only the path of
+    the markers file it writes."""
     return {**os.environ, **QUIET_INTEGRATIONS, TOKEN_ENV: token,
             SUPERVISOR_ENV: str(os.getpid()), MARKERS_ENV: str(out / MARKERS_FILE),
             **slot_env(slot)}

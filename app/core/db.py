@@ -25,7 +25,6 @@ from fastapi import Depends
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
 from app.core.config import get_settings
 from app.core.resources import data_path
@@ -174,7 +173,7 @@ async def checkpoint_wal() -> None:
     if engine.dialect.name != "sqlite" or now - _last_checkpoint[0] < CHECKPOINT_EVERY_SECONDS:
         return
     _last_checkpoint[0] = now
-    await run_in_threadpool(_checkpoint, engine)
+    await anyio.to_thread.run_sync(_checkpoint, engine)
 
 
 def _checkpoint(engine: Engine) -> None:
