@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 # The folders of an absolute path: "/" not after a letter, digit, ".", ":" or "/" (so URLs and
@@ -23,7 +24,18 @@ EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b
 ABSOLUTE_DIRS = re.compile(r"(?<![\w.:/~])/(?:[^\s/'\"():,<>]+/)+")
 
 
-def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+class Child(Protocol):
+    """What supervising needs of a child: ``subprocess.Popen``, or a warm start's
+    ``worker.training.warm.ForkedChild``."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def kill_group(proc: Child, grace: float) -> None:
     """SIGTERM the child's group, then SIGKILL whatever is left after ``grace`` seconds.
 
     No default: the caller passes the run's own cancel grace, so a kill comes when promised."""
@@ -39,7 +51,7 @@ def kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         proc.wait()
 
 
-def supervise(proc: subprocess.Popen[bytes], should_stop: Callable[[], bool],
+def supervise(proc: Child, should_stop: Callable[[], bool],
               poll_seconds: float, grace_seconds: float) -> int:
     """Wait for the child; once a stop is requested give it ``grace_seconds`` to exit."""
     stop_seen_at: float | None = None

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from celery import Task
 
@@ -31,7 +31,9 @@ from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
 from worker.slots import Slot, slot_env, take_slot, worker_slots
-from worker.supervise import error_line, kill_group, redact_paths, supervise, tail
+from worker.supervise import Child, error_line, kill_group, redact_paths, supervise, tail
+from worker.training import child as training_child
+from worker.training import warm
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
 from worker.training.multi import multi_process_command
 from worker.training.ranks import first_failure
@@ -47,11 +49,11 @@ CLAIM_RETRY_SECONDS = 30
 QUIET_INTEGRATIONS = {"DISABLE_MLFLOW_INTEGRATION": "TRUE"}
 
 
-def _child_command(run_id: int, spec_path: str, report_url: str, output_dir: str,
-                   report_deadline: float) -> list[str]:
-    return [sys.executable, "-m", "worker.training.child", "--spec", spec_path,
-            "--run-id", str(run_id), "--report-url", report_url, "--output-dir", output_dir,
-            "--report-deadline", str(report_deadline)]
+def _child_args(run_id: int, spec_path: str, report_url: str, output_dir: str,
+                report_deadline: float) -> list[str]:
+    """The training child's arguments (``python -m worker.training.child ARGS``)."""
+    return ["--spec", spec_path, "--run-id", str(run_id), "--report-url", report_url,
+            "--output-dir", output_dir, "--report-deadline", str(report_deadline)]
 
 
 def child_env(token: str, out: Path, slot: Slot | None) -> dict[str, str]:
@@ -107,19 +109,20 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
         stale.unlink(missing_ok=True)
     env = child_env(token, out, slot)
     stderr_path = out / "stderr.log"
-    command = _child_command(run_id, str(out / "spec.json"), report_url, str(out),
-                             settings.report_deadline_seconds)
+    args = _child_args(run_id, str(out / "spec.json"), report_url, str(out),
+                       settings.report_deadline_seconds)
+    command = [sys.executable, "-m", training_child.__name__, *args]
     with (out / "stdout.log").open("wb") as stdout, stderr_path.open("wb") as stderr:
         if slot is not None:  # the run's Logs tab says which devices it trains on
             stdout.write(slot_line(slot.index, slot.visible).encode())
             stdout.flush()
         try:
-            command = multi_process_command(spec, out, command, stdout)
+            launched = multi_process_command(spec, out, command, stdout)
         except ValueError as exc:  # this worker cannot start it on its devices
             return _refused(client, run_id, str(exc))
-        proc = subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True,
-                                env=env)
         shipper = LogShipper(client, out)
+        warm_args = args if launched is command and _may_fork(client, shipper) else None
+        proc = _start_child(launched, warm_args, env, stdout, stderr)
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
                    shipper)
     shipper.drain()
@@ -131,6 +134,27 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
     except RunConflict as exc:  # ended on the server meanwhile (lost, or cancelled and gone)
         log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
     return rc
+
+
+def _may_fork(client: RunClient, shipper: LogShipper) -> bool:
+    """Whether this pool process can fork the run's child warm (``worker.training.warm``): it
+    may and can, and has the training stack imported (its first run imports it here, polling
+    the server meanwhile as supervising does)."""
+    settings = get_settings()
+    return settings.warm_start and warm.can_fork() and warm.preload(
+        QUIET_INTEGRATIONS, lambda: _poll(client, shipper), settings.control_poll_seconds)
+
+
+def _start_child(command: list[str], child_args: list[str] | None, env: dict[str, str],
+                 stdout: IO[bytes], stderr: IO[bytes]) -> Child:
+    """A run on one process is forked, with ``child_args``, from this pool process that has
+    the training stack imported; a launcher for many devices, or a worker that cannot or may
+    not fork, starts ``command``: a fresh interpreter."""
+    if child_args is not None:
+        return warm.fork_child(training_child.main, child_args, env, stdout, stderr,
+                               program=training_child.__file__, title=command)
+    return subprocess.Popen(command, stdout=stdout, stderr=stderr, start_new_session=True,
+                            env=env)
 
 
 def _refused(client: RunClient, run_id: int, reason: str) -> int:
@@ -199,7 +223,7 @@ def _poll(client: RunClient, shipper: LogShipper) -> bool:
     return _stop_requested(client)
 
 
-def _wait(proc: subprocess.Popen[bytes], client: RunClient, poll: float, grace: float,
+def _wait(proc: Child, client: RunClient, poll: float, grace: float,
           shipper: LogShipper) -> int:
     """Supervise the child, shipping its output at each poll; a SIGTERM to this pool process
     (revoke) takes the group down too."""

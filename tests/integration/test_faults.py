@@ -9,9 +9,11 @@ Short bounds (settings) keep the waits small: a run whose worker is silent for 1
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import psutil
@@ -54,9 +56,28 @@ def child_of(stack: Stack, run_id: int, timeout: float = 240) -> psutil.Process:
     return child
 
 
+TOKEN_IN_ENVIRON = re.compile(rb"GRPODECK_RUN_TOKEN=([A-Za-z0-9_\-]{32,})\x00")
+
+
+def environ_in_heap(pid: int) -> bytes:
+    """The run token's ``KEY=value`` string as the C library's environment holds it in the
+    process's heap: where a child forked warm (``worker.training.warm``) keeps the environment
+    it was given after the fork (``/proc/PID/environ`` shows the block it was started with,
+    its pool process's)."""
+    found = []
+    with open(f"/proc/{pid}/mem", "rb") as mem:
+        for heap in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            if heap.endswith("[heap]"):  # the heap may be drawn as more than one mapping
+                start, end = (int(edge, 16) for edge in heap.split()[0].split("-"))
+                mem.seek(start)
+                found += TOKEN_IN_ENVIRON.findall(mem.read(end - start))
+    return found[-1] if found else b""
+
+
 def token_of(child: psutil.Process) -> str:
-    """The run token as the child holds it: in its environment (readable by its owner only)."""
-    token = child.environ().get("GRPODECK_RUN_TOKEN", "")
+    """The run token as the child holds it: in its environment (readable by its owner only),
+    the block it was started with or, forked warm, the one it was given."""
+    token = child.environ().get("GRPODECK_RUN_TOKEN") or environ_in_heap(child.pid).decode()
     assert len(token) >= 32
     assert not any(token in part for part in child.cmdline())  # not visible in `ps`
     return token

@@ -4,6 +4,7 @@ TRL GRPOTrainer on builtin:tiny-random -> metric ingest over HTTP -> stored seri
 from __future__ import annotations
 
 import httpx
+import psutil
 
 from tests.conftest import TINY
 from tests.stack import Stack
@@ -104,3 +105,25 @@ def test_cli_launches_a_spec_file(stack: Stack, tmp_path) -> None:  # type: igno
     bad = subprocess.run([sys.executable, "-m", "app.cli", "launch", str(spec), "--url", stack.url],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 1 and "num_generations" in bad.stderr
+
+
+def test_a_pool_process_imports_the_training_stack_once_and_forks_later_runs_warm(
+        stack: Stack) -> None:
+    """Two runs in a row on the stack's one pool process: the training stack was imported once
+    (by this test's first run or an earlier test's) and the second run's child is forked from
+    that process (``worker.training.warm``), showing the command line a fresh start runs."""
+    pool = stack.named["worker"]
+    first = stack.launch(name="warm-1", max_steps=1, **TINY, rewards=[{"name": "length_target"}])
+    assert stack.wait_for(first, {"succeeded", "failed", "cancelled"})["status"] == "succeeded"
+    second = stack.launch(name="warm-2", max_steps=200, **TINY,
+                          rewards=[{"name": "length_target"}])
+    stack.wait_until(lambda: stack.training_child(second) is not None, "the second run's child")
+    child = stack.training_child(second)
+    assert child is not None
+    pool_processes = {p.pid for p in psutil.Process(pool.pid).children()}
+    assert child.ppid() in pool_processes  # forked by the pool process, not a launcher
+    assert child.cmdline()[1:3] == ["-m", "worker.training.child"]
+    httpx.post(f"{stack.url}/api/runs/{second}/cancel", timeout=10)
+    assert stack.wait_for(second, {"succeeded", "failed", "cancelled"})["status"] == "cancelled"
+    imported = stack.log("worker").count("training stack imported in")
+    assert imported == 1, stack.log("worker")

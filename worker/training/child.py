@@ -37,18 +37,30 @@ log = logging.getLogger("worker.training")
 
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+# The same switches as the libraries hold them once imported (they read the variables at import):
+# module, attribute. A child forked warm (``worker.training.warm``) has them imported already.
+OFFLINE_CONSTANTS = (("huggingface_hub.constants", "HF_HUB_OFFLINE"),
+                     ("datasets.config", "HF_HUB_OFFLINE"),
+                     ("datasets.config", "HF_DATASETS_OFFLINE"))
 
 
 @contextmanager
 def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
     """Built-ins never need the network: fail fast instead of waiting on hub timeouts.
-    Hub ids keep the default (online) so a user's worker can download them. The variables only
-    take effect if huggingface_hub is not imported yet (true in the child process); they are
-    restored afterwards so an in-process caller's environment is left as it was."""
+    Hub ids keep the default (online) so a user's worker can download them. The variables are
+    set for libraries not imported yet, and the libraries' own switches for those already
+    imported (a warm child, an in-process caller); both are restored afterwards so the caller's
+    process is left as it was."""
     local_data = spec.dataset.startswith("builtin:") or is_local_dataset(spec.dataset)
+    if not (spec.model.startswith("builtin:") and local_data):
+        yield
+        return
     saved = {k: os.environ.get(k) for k in OFFLINE_VARS}
-    if spec.model.startswith("builtin:") and local_data:
-        os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
+    loaded = [(sys.modules[name], attr) for name, attr in OFFLINE_CONSTANTS if name in sys.modules]
+    saved_constants = [getattr(module, attr) for module, attr in loaded]
+    os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
+    for module, attr in loaded:
+        setattr(module, attr, True)
     try:
         yield
     finally:
@@ -57,6 +69,8 @@ def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        for (module, attr), value in zip(loaded, saved_constants, strict=True):
+            setattr(module, attr, value)
 
 
 TOKEN_ENV = "GRPODECK_RUN_TOKEN"
