@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from grpodeck.contract.spec import RunSpec
+from tests.test_supervise import alive, wait_for
 from worker.supervise import kill_group
 from worker.training import warm
 from worker.training.child import _offline_if_builtin
@@ -93,14 +94,6 @@ def _sleeper(argv: list[str]) -> int:
     return 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 def test_wait_times_out_while_it_runs_and_kill_group_takes_its_whole_session(
         tmp_path: Path) -> None:
     marker = tmp_path / "grandchild"
@@ -111,21 +104,13 @@ def test_wait_times_out_while_it_runs_and_kill_group_takes_its_whole_session(
         with pytest.raises(subprocess.TimeoutExpired):
             child.wait(timeout=0.3)
         assert child.poll() is None
-        deadline = 60.0
-        while not marker.exists() and deadline > 0:
-            with pytest.raises(subprocess.TimeoutExpired):
-                child.wait(timeout=0.2)
-            deadline -= 0.2
+        wait_for(marker.exists, "the child to start its grandchild", timeout=60)
         grandchild = int(marker.read_text())
         assert Path(f"/proc/{child.pid}/cmdline").read_bytes().startswith(b"sleeper")
     finally:
         kill_group(child, grace=10)
     assert child.returncode == -15
-    for _ in range(200):
-        if not _alive(grandchild):
-            break
-        threading.Event().wait(0.05)
-    assert not _alive(grandchild)
+    wait_for(lambda: not alive(grandchild), "the grandchild to die with the group")
 
 
 def test_the_first_import_ticks_and_leaves_one_thread_and_later_calls_do_nothing(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from grpodeck.contract.catalog import is_local_dataset
 from grpodeck.contract.log_markers import rank_failed_line
 from grpodeck.contract.wire import STAGE_PREFIX
+from worker.training.environment import environment
 from worker.training.markers import emit
 
 if TYPE_CHECKING:
@@ -55,20 +56,14 @@ def _offline_if_builtin(spec: RunSpec) -> Iterator[None]:
     if not (spec.model.startswith("builtin:") and local_data):
         yield
         return
-    saved = {k: os.environ.get(k) for k in OFFLINE_VARS}
     loaded = [(sys.modules[name], attr) for name, attr in OFFLINE_CONSTANTS if name in sys.modules]
     saved_constants = [getattr(module, attr) for module, attr in loaded]
-    os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
     for module, attr in loaded:
         setattr(module, attr, True)
     try:
-        yield
+        with environment(dict.fromkeys(OFFLINE_VARS, "1")):
+            yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         for (module, attr), value in zip(loaded, saved_constants, strict=True):
             setattr(module, attr, value)
 

@@ -30,10 +30,12 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO
 
 import setproctitle
+
+from worker.training.environment import environment as temporary_environment
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +50,6 @@ _preloaded = False
 
 def can_fork() -> bool:
     return hasattr(os, "fork") and sys.platform.startswith("linux")
-
-
-@contextlib.contextmanager
-def _environment(extra: Mapping[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def preload(environment: Mapping[str, str], tick: Callable[[], object],
@@ -87,7 +75,7 @@ def preload(environment: Mapping[str, str], tick: Callable[[], object],
         except BaseException as exc:  # noqa: BLE001 - said below; a fresh start reports it
             failed.append(exc)
 
-    with _environment(environment):
+    with temporary_environment(environment):
         loader = threading.Thread(target=load, name="preload-training-stack", daemon=True)
         loader.start()
         loader.join(every)
