@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: tests.stack starts the stack
 sys.path.insert(0, str(ROOT))
-from tests.stack import Stack  # noqa: E402
+from tests.stack import Stack
 
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 SPEC = {"model": "builtin:tiny-random", "dataset": "builtin:short-prompts", "num_generations": 8,
