@@ -9,6 +9,7 @@ forked from the test process itself."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -123,9 +124,11 @@ def test_the_first_import_ticks_and_leaves_one_thread_and_later_calls_do_nothing
     monkeypatch.delenv("SWITCH", raising=False)
     ticks: list[int] = []
     before = set(threading.enumerate())  # other tests in this process may keep threads of their own
+    tasks = set(os.listdir("/proc/self/task"))
     assert warm.preload({"SWITCH": "on"}, lambda: ticks.append(1), every=0.1)
     assert len(ticks) >= 3  # the supervisor kept polling the server during the import
     assert set(threading.enumerate()) == before  # the loader is gone: the fork copies no thread of ours
+    assert set(os.listdir("/proc/self/task")) <= tasks  # down to its OS thread (wait_gone)
     assert sys.modules["slow_stack_for_warm_test"].IMPORTED_WITH == "on"
     assert "SWITCH" not in os.environ  # the switch was set for the import only
     ticks.clear()
@@ -162,3 +165,21 @@ def test_built_in_runs_switch_hub_libraries_already_imported_offline_and_back() 
                                   "dataset": "builtin:short-prompts"})
     with _offline_if_builtin(hub):
         assert huggingface_hub.constants.HF_HUB_OFFLINE == before[0]
+
+
+def test_wait_gone_returns_once_the_os_thread_has_left_not_when_its_python_ended() -> None:
+    """A native thread (pthread_create of libc's sleep(1): no Python in it, as a thread's
+    C-level exit after its Python code ended) is waited for until the kernel drops it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = set(os.listdir("/proc/self/task"))
+    handle = ctypes.c_ulong()
+    assert libc.pthread_create(ctypes.byref(handle), None, ctypes.cast(libc.sleep,
+                                                                        ctypes.c_void_p),
+                               ctypes.c_void_p(1)) == 0
+    try:
+        (native,) = set(os.listdir("/proc/self/task")) - before
+        assert warm.wait_gone(int(native), deadline_s=30)
+        assert not Path(f"/proc/self/task/{native}").exists()
+        assert not warm.wait_gone(os.getpid(), deadline_s=0.05)  # this one never leaves
+    finally:
+        libc.pthread_join(handle, None)

@@ -58,8 +58,9 @@ def preload(environment: Mapping[str, str], tick: Callable[[], object],
     the child gets, e.g. transformers' DISABLE_MLFLOW_INTEGRATION) set while it imports; True
     when it is imported. The import (~10 s, more on a loaded host) runs on a thread while this
     one calls ``tick`` every ``every`` seconds: the supervisor keeps saying the run is alive
-    (the server ends a silent run as lost) and keeps listening for a stop. The thread has ended
-    before this returns, so the fork that follows copies one thread. An import that fails is
+    (the server ends a silent run as lost) and keeps listening for a stop. The thread has ended,
+    down to its OS thread (``wait_gone``), before this returns, so the fork that follows copies
+    no thread of ours. An import that fails is
     logged and answers False: the caller starts a fresh interpreter, which fails the same way
     and reports it as the run's error."""
     global _preloaded
@@ -82,12 +83,32 @@ def preload(environment: Mapping[str, str], tick: Callable[[], object],
         while loader.is_alive():
             tick()
             loader.join(every)
+    wait_gone(loader.native_id)
     if failed:
         log.warning("importing the training stack failed (%s): this run starts cold", failed[0])
         return False
     _preloaded = True
     log.info("training stack imported in %.1f s: later runs of this process start warm",
              time.monotonic() - started)
+    return True
+
+
+def wait_gone(native_id: int | None, deadline_s: float = 5.0) -> bool:
+    """Wait until the kernel no longer lists thread ``native_id`` of this process; True once
+    it is gone. ``Thread.join`` returns when the thread's Python code has ended, while the OS
+    thread still runs its C-level exit for a moment (the thread-local destructors of the
+    libraries it used: allocator caches, OpenMP and BLAS state), and such an exit may hold a
+    lock: a fork in that moment copies the lock held, with no thread left in the child to
+    release it."""
+    if native_id is None:
+        return True
+    task = f"/proc/self/task/{native_id}"
+    deadline = time.monotonic() + deadline_s
+    while os.path.exists(task):
+        if time.monotonic() > deadline:
+            log.warning("thread %s still runs %.0f s after its end", native_id, deadline_s)
+            return False
+        time.sleep(0.001)
     return True
 
 
