@@ -60,9 +60,8 @@ def preload(environment: Mapping[str, str], tick: Callable[[], object],
     one calls ``tick`` every ``every`` seconds: the supervisor keeps saying the run is alive
     (the server ends a silent run as lost) and keeps listening for a stop. The thread has ended,
     down to its OS thread (``wait_gone``), before this returns, so the fork that follows copies
-    no thread of ours. An import that fails is
-    logged and answers False: the caller starts a fresh interpreter, which fails the same way
-    and reports it as the run's error."""
+    no thread of ours. An import that fails is logged and answers False: the caller starts a
+    fresh interpreter, which fails the same way and reports it as the run's error."""
     global _preloaded
     if _preloaded:
         return True
