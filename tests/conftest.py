@@ -43,6 +43,12 @@ os.environ.setdefault("GRPODECK_DIAGNOSTICS_MIN_INTERVAL_SECONDS", "0")
 # The test deployment registers the tests' own example as its one custom reward (servers the
 # tests start inherit it); anything else named by a ``custom`` reward is refused.
 os.environ.setdefault("GRPODECK_CUSTOM_REWARDS", "tests.rewards.custom_reward:shout")
+# Argon2id at its minimum cost (servers the tests start inherit it): at the recommended cost one
+# hash is ~0.15 s of CPU, and the suite signs accounts in by the hundred; tests/app/test_passwords.py
+# checks that the product's default is pwdlib's recommended cost and that hashes move between costs.
+os.environ.setdefault("GRPODECK_ARGON2_TIME_COST", "1")
+os.environ.setdefault("GRPODECK_ARGON2_MEMORY_KIB", "8")
+os.environ.setdefault("GRPODECK_ARGON2_PARALLELISM", "1")
 BACKENDS = ("sqlite", "postgresql")
 # Tests check behaviour, never wall-clock time: hypothesis' default 200 ms deadline per example
 # failed a property test on a loaded 2-core machine (its own load, not the code's speed).

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grpodeck.contract.tasks import DEFAULT_BROKER_URL, DEFAULT_QUEUE, ROOT, VAR
@@ -99,6 +99,15 @@ class Settings(BaseSettings):
         "no account exists (development mode); on: always log in; off: never log in (loopback "
         "only; serving on another address refuses to start)")
     session_days: float = Field(14.0, description="how long a browser login lasts")
+    argon2_time_cost: int = Field(
+        3, ge=1, description="Argon2id passes per password hash (pwdlib's recommended 3); stored "
+        "hashes made with other costs are rehashed at their next sign-in")
+    argon2_memory_kib: int = Field(
+        65536, ge=8, description="Argon2id memory per password hash, KiB (recommended 65536); "
+        "lower only where hashing speed matters more than resisting offline guessing (the "
+        "test suite uses the minimum)")
+    argon2_parallelism: int = Field(
+        4, ge=1, description="Argon2id lanes per password hash (recommended 4)")
     login_limit: str = Field(
         "3/minute;5/15 minutes;20/day", description="the ladder of failed sign-ins allowed per "
         "account from one client address (4x that per address over all accounts), `limits` "
@@ -152,6 +161,14 @@ class Settings(BaseSettings):
     alert_digest_runs: int = Field(
         3, description="due messages for this many runs or more to one destination go as one "
         "digest")
+
+    @model_validator(mode="after")
+    def _argon2_memory_covers_its_lanes(self) -> Settings:
+        """Argon2 needs 8 KiB per lane; refused here, not at the first sign-in."""
+        if self.argon2_memory_kib < 8 * self.argon2_parallelism:
+            raise ValueError(f"argon2_memory_kib must be at least 8 x argon2_parallelism "
+                             f"({8 * self.argon2_parallelism})")
+        return self
 
     @property
     def worker_report_url(self) -> str:
