@@ -2,34 +2,39 @@
 process only: processes declaring a new queue at once on the embedded broker failed with
 IntegrityError or "table already exists" (seen: a worker starting while a run was sent kept
 the run queued). Each end declares the queue under ``embedded_broker_lock``; this starts
-eight senders on a fresh broker at the same instant, five times over."""
+eight senders on a fresh broker at the same instant, on five fresh brokers."""
 
 from __future__ import annotations
 
 import multiprocessing
 from pathlib import Path
 
+TRIALS, SENDERS = 5, 8
 
-def _send(url: str, barrier, answers) -> None:  # type: ignore[no-untyped-def]
+
+def _send(urls: list[str], barrier, answers) -> None:  # type: ignore[no-untyped-def]
+    """One sender process: for each fresh broker, wait for the other senders, then declare."""
     from app.launch.launcher import sender
 
-    barrier.wait()
-    try:
-        sender(url, "race")
-        answers.put("ok")
-    except Exception as exc:  # noqa: BLE001 - the failure is the finding
-        answers.put(f"{type(exc).__name__}: {exc}"[:200])
+    for url in urls:
+        barrier.wait()
+        try:
+            sender(url, "race")
+            answers.put("ok")
+        except Exception as exc:  # noqa: BLE001 - the failure is the finding
+            answers.put(f"{type(exc).__name__}: {exc}"[:200])
 
 
 def test_processes_declaring_one_new_queue_at_once_all_succeed(tmp_path: Path) -> None:
+    """The same eight processes race on five fresh brokers (a process per sender per broker
+    spent 40 interpreter starts on the same race)."""
     context = multiprocessing.get_context("spawn")
-    for trial in range(5):
-        url = f"sqla+sqlite:///{tmp_path / f'broker{trial}.db'}"
-        barrier, answers = context.Barrier(8), context.Queue()
-        processes = [context.Process(target=_send, args=(url, barrier, answers))
-                     for _ in range(8)]
-        for p in processes:
-            p.start()
-        for p in processes:
-            p.join(timeout=120)
-        assert [answers.get(timeout=5) for _ in processes] == ["ok"] * 8
+    urls = [f"sqla+sqlite:///{tmp_path / f'broker{trial}.db'}" for trial in range(TRIALS)]
+    barrier, answers = context.Barrier(SENDERS), context.Queue()
+    processes = [context.Process(target=_send, args=(urls, barrier, answers))
+                 for _ in range(SENDERS)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=120)
+    assert [answers.get(timeout=5) for _ in range(TRIALS * SENDERS)] == ["ok"] * TRIALS * SENDERS
