@@ -5,8 +5,9 @@ where it should not, open sockets or look for the worker's secrets. Each program
 
     prlimit (CPU, address space, file size, processes, no core)
       -> [own uid] unshare --user --map-root-user --net --pid --fork --kill-child --mount-proc
-         -> sh: every mount read-only; tmpfs on /tmp, /var/tmp, /dev/shm (+/run/lock); empty
-                read-only tmpfs over ``hidden_paths()`` (project, data, homes); cd /tmp
+         -> python -I -S worker/sandbox_mounts.py: every mount read-only; tmpfs on /tmp,
+                /var/tmp, /dev/shm (+/run/lock); empty read-only tmpfs over ``hidden_paths()``
+                (project, data, homes); cd /tmp
             -> setpriv --no-new-privs --bounding-set=-all (no capabilities left)
                -> python -I -S -c SOURCE  (standard library only, no site, no PYTHON* variables)
 
@@ -55,28 +56,13 @@ MAX_SOURCE_CHARS = 100_000  # one argv string is at most 128 KiB (MAX_ARG_STRLEN
 SLOTS = 64  # parallel programs per worker process, each with its own uid when root
 UID_BASE = 2_000_000  # far above any real account; slots of one process are consecutive
 SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
-PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/run/lock")
 
-# Inside the namespaces: private tmpfs over the world-writable directories, empty read-only
-# tmpfs over the directories it must not read (the project, its data, homes), then the program
-# with no capabilities left (``setpriv``): uid 0 of its namespace, but it can trace, remount or
-# override permissions on nothing. Arguments: "$0" the interpreter, "$1" the source, "$2" the
-# tmpfs size, "$3" setpriv, then the paths to hide. Any failed mount after the first loop aborts.
-NS_SCRIPT = (
-    'py="$0"; src="$1"; size="$2"; setpriv="$3"; shift 3; '
-    # Every mount read-only first (a failure is reported on stderr, not fatal: the uid and the
-    # rlimits still hold), then fresh writable tmpfs where programs expect to write.
-    'for m in $(cut -d" " -f5 /proc/self/mountinfo | sort -u); do '
-    'mount -o remount,bind,ro "$m" 2>/dev/null || echo "sandbox: $m stays writable" >&2; done; '
-    'set -e; mount -t tmpfs -o "size=$size,mode=0700" tmpfs /tmp; '
-    f'for d in {" ".join(PRIVATE_DIRS)}; do '
-    'if [ -d "$d" ] && [ ! -L "$d" ]; then mount -t tmpfs -o size=1m tmpfs "$d"; fi; done; '
-    'for h in "$@"; do if [ -d "$h" ] && [ ! -L "$h" ]; then '
-    'mount -t tmpfs -o ro,size=4k,mode=0555 tmpfs "$h"; '
-    'elif [ -f "$h" ] && [ ! -L "$h" ]; then mount --bind /dev/null "$h"; fi; done; '
-    'cd /tmp; exec "$setpriv" --no-new-privs --inh-caps=-all --bounding-set=-all -- '
-    '"$py" -I -S -c "$src"'
-)
+
+@functools.cache
+def mounts_program() -> str:
+    """The source of ``worker/sandbox_mounts.py``: the first program inside the namespaces (every
+    mount read-only, private tmpfs, hidden paths), run by the sandbox's interpreter with ``-c``."""
+    return Path(__file__).with_name("sandbox_mounts.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -196,8 +182,9 @@ def _command(source: str, limits: Limits, isolation: Isolation) -> list[str]:
         return [*prlimit, isolation.python, "-I", "-S", "-c", source]
     unshare = [shutil.which("unshare") or "unshare", "--user", "--map-root-user", "--net",
                "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-    return [*prlimit, *unshare, "/bin/sh", "-c", NS_SCRIPT, isolation.python, source,
-            f"{limits.tmpfs_mb}m", shutil.which("setpriv") or "setpriv", *hidden_paths()]
+    return [*prlimit, *unshare, isolation.python, "-I", "-S", "-c", mounts_program(), "auto",
+            isolation.python, source, f"{limits.tmpfs_mb}m", shutil.which("setpriv") or "setpriv",
+            *hidden_paths()]
 
 
 def _kill_group(pgid: int) -> None:
