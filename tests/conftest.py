@@ -126,7 +126,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.live)
 
 
-# Under pytest-xdist (``make test``: ``-n 2 --dist loadscope``) the tests that share a live
+# Under pytest-xdist (``make test``: ``-n 4 --dist loadscope``) the tests that share a live
 # resource (a session- or module-scoped fixture: a stack, built wheels, a bench run) run on one
 # worker, so each starts once; every other test is its own scope and spreads freely
 # (tests/scheduling.py). (``--dist loadgroup`` with ``xdist_group`` marks would say the same by
