@@ -9,6 +9,7 @@ worker's own uid (the root-only uid switch is tested in test_sandbox.py).
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -78,3 +79,25 @@ def test_a_failed_private_mount_stops_before_the_program(tmp_path: Path) -> None
     done = run(argv, tmp_path)
     assert done.returncode == 125 and done.stdout == ""
     assert "cannot set up its mounts" in done.stderr
+
+
+UNDO_MOUNTS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+tries = {
+    'remount / writable': libc.mount(None, b'/', None, 32 | 4096, None),  # MS_REMOUNT|MS_BIND
+    'unmount /tmp': libc.umount2(b'/tmp', 2),  # MNT_DETACH
+    'new tmpfs on /usr': libc.mount(b'tmpfs', b'/usr', b'tmpfs', 0, None),
+}
+print({name: (rc, os.strerror(ctypes.get_errno())) for name, rc in tries.items()})
+"""
+
+
+def test_the_program_cannot_undo_its_mounts(tmp_path: Path) -> None:
+    """The set-up ran as root of the namespace; the program after it holds no capability: every
+    mount call it makes (remount writable, unmount its tmpfs, mount over a directory) fails."""
+    done = run(command(UNDO_MOUNTS, "auto"), tmp_path)
+    assert done.returncode == 0, done.stderr
+    outcome = ast.literal_eval(done.stdout)
+    assert outcome and all(rc == -1 for rc, _ in outcome.values()), outcome
+    assert {why for _, why in outcome.values()} == {"Operation not permitted"}, outcome
