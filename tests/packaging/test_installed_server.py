@@ -40,6 +40,7 @@ def test_the_server_wheel_carries_its_data_and_the_client_wheel_the_shared_packa
     assert not {n for n in server if n.startswith("grpodeck/")}  # one owner per file
     assert "grpodeck/__init__.py" not in client  # a namespace package: both distributions fit
     assert {n.split("/")[0] for n in server} == {"app", "worker"}
+    assert "worker/sandbox_mounts.py" in server  # read as text by the sandbox, never imported
 
 
 class Deck:
@@ -144,6 +145,18 @@ def test_a_wheel_outside_the_checkout_migrates_serves_and_trains_a_tiny_run(deck
     assert series["reward"]["steps"] == [1, 2]
     assert (deck.home / "runs" / str(run_id)).is_dir()  # the worker's folders: GRPODECK_HOME too
     assert deck.procs["scheduler"].poll() is None, deck.log("scheduler")
+
+
+def test_the_wheels_sandbox_runs_a_program_in_its_namespaces(deck: Deck) -> None:
+    """The sandbox's mount set-up ships in the wheel and works from a venv outside the checkout:
+    a program runs, sees its root read-only, and the host's namespaces mode is the one chosen."""
+    program = ("import os; os.makedirs('/tmp/x'); "
+               "print(os.statvfs('/').f_flag & os.ST_RDONLY, os.path.isdir('/tmp/x'))")
+    done = deck.run("python", "-c", "from worker import sandbox; "
+                    f"r = sandbox.run_python({program!r}); "
+                    "print(r.status, r.stdout.strip(), sandbox.isolation().namespaces, r.stderr)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "1", "True", "True"], done.stdout
 
 
 def test_a_wheel_worker_ends_within_its_grace_after_sigterm(deck: Deck) -> None:
