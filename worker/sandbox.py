@@ -5,7 +5,7 @@ where it should not, open sockets or look for the worker's secrets. Each program
 
     prlimit (CPU, address space, file size, processes, no core)
       -> [own uid] unshare --user --map-root-user --net --pid --fork --kill-child --mount-proc
-         -> python -I -S worker/sandbox_mounts.py: every mount read-only; tmpfs on /tmp,
+         -> python -I -S -c <worker/sandbox_mounts.py>: every mount read-only; tmpfs on /tmp,
                 /var/tmp, /dev/shm (+/run/lock); empty read-only tmpfs over ``hidden_paths()``
                 (project, data, homes); cd /tmp
             -> setpriv --no-new-privs --bounding-set=-all (no capabilities left)
