@@ -45,7 +45,7 @@ class Mounter:
                 self.libc = ctypes.CDLL(None, use_errno=True)
                 self.get_errno = ctypes.get_errno
             except (ImportError, OSError):
-                self.libc = None
+                pass  # no ctypes here: every mount through mount(8)
 
     def remount_read_only(self, target: bytes) -> None:
         if self.libc is None:
