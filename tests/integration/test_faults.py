@@ -57,27 +57,49 @@ def child_of(stack: Stack, run_id: int, timeout: float = 240) -> psutil.Process:
 
 
 TOKEN_IN_ENVIRON = re.compile(rb"GRPODECK_RUN_TOKEN=([A-Za-z0-9_\-]{32,})\x00")
+CHUNK = 64 << 20  # read memory 64 MiB at a time
 
 
-def environ_in_heap(pid: int) -> bytes:
+def _writable_anonymous(maps: str) -> Iterator[tuple[int, int, bool]]:
+    """``(start, end, is_heap)`` of each private writable mapping with no file behind it."""
+    for line in maps.splitlines():
+        fields = line.split()
+        if fields[1].startswith("rw") and (len(fields) == 5 or fields[5] == "[heap]"):
+            start, end = (int(edge, 16) for edge in fields[0].split("-"))
+            yield start, end, len(fields) > 5
+
+
+def environ_in_memory(pid: int) -> bytes:
     """The run token's ``KEY=value`` string as the C library's environment holds it in the
-    process's heap: where a child forked warm (``worker.training.warm``) keeps the environment
+    process's memory: where a child forked warm (``worker.training.warm``) keeps the environment
     it was given after the fork (``/proc/PID/environ`` shows the block it was started with,
-    its pool process's)."""
-    found = []
+    its pool process's). ``setenv`` puts it in the main arena: the ``[heap]`` mapping, or, once
+    ``brk`` could not grow that (a mapping in the way), anonymous mappings the arena went on in
+    (CI saw a warm child whose heap held no token)."""
+    maps = sorted(_writable_anonymous(Path(f"/proc/{pid}/maps").read_text()),
+                  key=lambda mapping: not mapping[2])  # the heap first: almost always there
     with open(f"/proc/{pid}/mem", "rb") as mem:
-        for heap in Path(f"/proc/{pid}/maps").read_text().splitlines():
-            if heap.endswith("[heap]"):  # the heap may be drawn as more than one mapping
-                start, end = (int(edge, 16) for edge in heap.split()[0].split("-"))
-                mem.seek(start)
-                found += TOKEN_IN_ENVIRON.findall(mem.read(end - start))
-    return found[-1] if found else b""
+        for start, end, _ in maps:
+            found = []
+            for at in range(start, end, CHUNK):  # overlapping, so no string is cut in two
+                mem.seek(at)
+                try:
+                    found += TOKEN_IN_ENVIRON.findall(mem.read(min(CHUNK + 256, end - at)))
+                except OSError:  # a guard page, or a mapping gone since maps was read
+                    break
+            if found:
+                return found[-1]
+    return b""
 
 
-def token_of(child: psutil.Process) -> str:
+def token_of(child: psutil.Process, timeout: float = 60) -> str:
     """The run token as the child holds it: in its environment (readable by its owner only),
     the block it was started with or, forked warm, the one it was given."""
-    token = child.environ().get("GRPODECK_RUN_TOKEN") or environ_in_heap(child.pid).decode()
+    deadline = time.monotonic() + timeout
+    while not (token := child.environ().get("GRPODECK_RUN_TOKEN")
+               or environ_in_memory(child.pid).decode()):
+        assert time.monotonic() < deadline, f"no run token in the memory of {child}"
+        time.sleep(0.5)
     assert len(token) >= 32
     assert not any(token in part for part in child.cmdline())  # not visible in `ps`
     return token
