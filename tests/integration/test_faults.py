@@ -163,8 +163,12 @@ def test_worker_kill_9_ends_the_training_and_the_run(faulty: Stack, target: str)
     stack = up(faulty)
     run_id = stack.launch(name=f"worker-killed-{target}", max_steps=10_000, **TINY)
     child = child_of(stack, run_id)
-    token = token_of(child)
-    stack.wait_until(lambda: stack.run(run_id)["step"] >= 1, "a step to arrive")
+    try:
+        token = token_of(child)
+        stack.wait_until(lambda: stack.run(run_id)["step"] >= 1, "a step to arrive")
+    except BaseException:  # a 10,000-step run left training would starve the next test
+        child.kill()
+        raise
     victim = stack.named["worker"].pid if target == "main" else child.ppid()
     os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()
