@@ -78,6 +78,20 @@ def command(name: str) -> list[str]:
             *(a.replace("{real_logs}", logs) for a in args), "--smoke"]
 
 
+def percentiles_in_order(stdout: str) -> None:
+    """Each timed row (``name p50 p99 max``) reads p50 <= p99 <= max: a percentile computed
+    past the slowest call (``statistics.quantiles``' default method on 30 calls) is not one."""
+    rows = re.findall(r"^(\S+) +([\d.]+) +([\d.]+) +([\d.]+)$", stdout, re.MULTILINE)
+    assert rows, "no timed rows"
+    for name, *figures in rows:
+        p50, p99, top = map(float, figures)
+        assert p50 <= p99 <= top, f"{name}: p50 {p50}, p99 {p99}, max {top}"
+
+
+# bench file -> a check of its figures beyond the regex
+FIGURE_CHECKS = {"callback_cost.py": percentiles_in_order}
+
+
 def run_bench(name: str) -> subprocess.CompletedProcess[str]:
     """One bench as a user runs it, this checkout first on the path (also for its children)."""
     path = os.pathsep.join([str(ROOT), str(ROOT / "clients" / "python"),
@@ -118,3 +132,5 @@ def test_bench_smoke(name: str,
     tail = f"\n--- stdout (end)\n{done.stdout[-3000:]}\n--- stderr (end)\n{done.stderr[-3000:]}"
     assert done.returncode == 0, f"{' '.join(command(name))} exited {done.returncode}{tail}"
     assert re.search(BENCHES[name][1], done.stdout), f"no figures line /{BENCHES[name][1]}/{tail}"
+    if name in FIGURE_CHECKS:
+        FIGURE_CHECKS[name](done.stdout)
