@@ -17,7 +17,7 @@ from app.artifacts import api as artifacts_api
 from app.artifacts import views as artifact_views
 from app.auth import views as auth_views
 from app.compare import views as compare
-from app.core import busy, json_body, limits
+from app.core import access_log, busy, json_body, limits
 from app.core.assets import MOUNTS, HashedStaticFiles
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
@@ -71,14 +71,17 @@ def _favicon() -> FileResponse:
 async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
     """A served process (not an in-process test client) runs the background settler, unless
     the scheduler does: live runs' waiting steps are spread off the read path
-    (``app/metrics/settler.py``)."""
+    (``app/metrics/settler.py``); and its access log leaves out the routine reports that
+    succeeded (``app/core/access_log.py``)."""
     settings = get_settings()
+    quiet = access_log.quiet_routine_reports(settings.access_log_reports)
     settler = start_here("web", get_sessionmaker(), settings.settle_seconds, settings.settle_in)
     try:
         yield
     finally:
         if settler is not None:
             settler.stop()
+        access_log.restore(quiet)
 
 
 def create_app() -> FastAPI:

@@ -84,6 +84,10 @@ class Settings(BaseSettings):
         "web", description="which process settles: a thread of each web process (web), or the "
         "scheduler (scheduler: the web processes keep their CPU for requests; `grpodeck up` "
         "and the compose file choose it)")
+    access_log_reports: bool = Field(
+        False, description="also log each routine report a run sends that succeeded (a metric "
+        "batch, a log chunk, a control poll, a worker heartbeat, an MLflow metric call): about "
+        "one a second per run; people's requests and every error are always logged")
     lost_check_seconds: float = Field(30.0, description="how often live runs are checked for silence")
     max_body_bytes: int = Field(
         256 * 1024, ge=0, description="request body limit of the JSON API and the forms (a run "
