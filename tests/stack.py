@@ -42,6 +42,22 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+def wait_healthy(url: str, proc: subprocess.Popen[Any], log: Callable[[], str],
+                 timeout: float = 60) -> None:
+    """Return once the web app at ``url`` answers ``/healthz``; RuntimeError with its ``log``
+    when ``proc`` exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the web app exited during start:\n{log()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise RuntimeError(f"web app did not start:\n{log()}")
+
+
 @dataclass
 class Stack:
     database_url: str
@@ -112,16 +128,8 @@ class Stack:
         self.named[name] = proc
 
     def _wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.named["web"].poll() is not None:  # the latest web process, not an old one
-                raise RuntimeError(f"['web'] exited during start:\n{self.log('web')}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        raise RuntimeError(f"web app did not start:\n{self.log('web')}")
+        # the latest web process, not an old one
+        wait_healthy(self.url, self.named["web"], lambda: self.log("web"), timeout)
 
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"

@@ -24,7 +24,7 @@ from app.runs import service
 from grpodeck.contract.heartbeat import HEARTBEAT_PATH
 from grpodeck.contract.spec import RunSpec
 from tests.conftest import migrate
-from tests.stack import free_port
+from tests.stack import free_port, wait_healthy
 
 ACCESS_FORMAT = '%s - "%s %s HTTP/%s" %d'  # uvicorn's
 
@@ -73,15 +73,7 @@ def served(database_url: str, log: Path, extra_env: dict[str, str]) -> Iterator[
                                 stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+        wait_healthy(url, proc, log.read_text, timeout=120)
         yield url
     finally:
         proc.terminate()

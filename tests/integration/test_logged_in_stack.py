@@ -18,7 +18,7 @@ import pytest
 
 from app.core.config import ROOT
 from tests.locked_stack import ADMIN, PASSWORD, cli, locked_stack
-from tests.stack import Stack, free_port
+from tests.stack import Stack, free_port, wait_healthy
 
 SPEC = {"name": "keyed", "model": "builtin:tiny-random", "dataset": "builtin:short-prompts",
         "rewards": [{"name": "length_target", "weight": 1.0, "params": {"target": 20}}],
@@ -89,14 +89,7 @@ def test_serving_on_a_network_address_needs_an_account_first(tmp_path: Path) -> 
     assert off.returncode == 2 and "GRPODECK_AUTH=off" in out
     served = _serve(env, port)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert served.poll() is None and time.monotonic() < deadline
-                time.sleep(0.3)
+        wait_healthy(f"http://127.0.0.1:{port}", served, lambda: "", timeout=60)
         assert httpx.get(f"http://127.0.0.1:{port}/api/runs").status_code == 401
     finally:
         os.killpg(served.pid, signal.SIGTERM)
