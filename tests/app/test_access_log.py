@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -61,6 +62,7 @@ def test_a_record_not_in_uvicorns_access_format_is_kept() -> None:
     assert QuietRoutineReports().filter(record)
 
 
+@contextmanager
 def served(database_url: str, log: Path, extra_env: dict[str, str]) -> Iterator[str]:
     """``grpodeck serve`` on a migrated database, its output in ``log``."""
     port = free_port()
@@ -81,14 +83,16 @@ def served(database_url: str, log: Path, extra_env: dict[str, str]) -> Iterator[
 
 
 @pytest.fixture(params=["quiet", "all"])
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path, bool]]:
+def server(request: pytest.FixtureRequest, tmp_path: Path
+           ) -> Iterator[tuple[str, str, Path, bool]]:
+    """(url, database URL, log, whether routine reports are kept)."""
     database_url = f"sqlite:///{tmp_path / 'grpodeck.db'}"
     migrate(database_url)
     keep_all = request.param == "all"
     env = {"GRPODECK_ACCESS_LOG_REPORTS": "true"} if keep_all else {}
     log = tmp_path / "web.log"
-    for url in served(database_url, log, env):
-        yield url, log, keep_all
+    with served(database_url, log, env) as url:
+        yield url, database_url, log, keep_all
 
 
 def claimed_run(url: str, database_url: str) -> tuple[int, str]:
@@ -106,9 +110,8 @@ def claimed_run(url: str, database_url: str) -> tuple[int, str]:
 
 
 def test_a_served_log_leaves_out_successful_reports_and_keeps_the_rest(
-        server: tuple[str, Path, bool]) -> None:
-    url, log, keep_all = server
-    database_url = f"sqlite:///{log.parent / 'grpodeck.db'}"
+        server: tuple[str, str, Path, bool]) -> None:
+    url, database_url, log, keep_all = server
     run_id, token = claimed_run(url, database_url)
     auth = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, timeout=30) as client:
