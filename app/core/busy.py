@@ -27,6 +27,8 @@ RETRY_AFTER_SECONDS = 5
 # NOWAIT), serialization_failure, deadlock_detected.
 PG_LOCK_STATES = {"55P03", "40001", "40P01"}
 SQLITE_LOCK_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+BUSY_DETAIL = (f"the database is busy (another transaction holds its lock); nothing was stored, "
+               f"send the same request again in {RETRY_AFTER_SECONDS} s")
 
 
 def is_lock_wait(exc: BaseException) -> bool:
@@ -47,12 +49,10 @@ async def db_error(request: Request, exc: Exception) -> Response:
         return await server_error(request, exc)
     log.warning("database busy on %s %s: %s", request.method, request.url.path,
                 getattr(exc, "orig", exc))
-    detail = (f"the database is busy (another transaction holds its lock); nothing was stored, "
-              f"send the same request again in {RETRY_AFTER_SECONDS} s")
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
     if wants_html(request):
-        return error_page(request, 503, detail, headers)
-    return JSONResponse({"detail": detail}, status_code=503, headers=headers)
+        return error_page(request, 503, BUSY_DETAIL, headers)
+    return JSONResponse({"detail": BUSY_DETAIL}, status_code=503, headers=headers)
 
 
 def install(app: FastAPI) -> None:

@@ -123,11 +123,11 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
     return ClaimOut(token=token, marker_key=run.marker_key, **_control(run).model_dump())
 
 
-@router.post("/{run_id}/metrics", response_model=IngestReply,
-             openapi_extra=openapi_body(MetricBatch))
-def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(MetricBatch))],
-                 db: SessionDep, background: BackgroundTasks,
-                 authorization: Authorization = None) -> Response:
+def ingest_batch(db: Session, run_id: int, authorization: str | None,
+                 batch: MetricBatch) -> IngestReply:
+    """Store one metric batch of a running run and say whether it should stop: the work of
+    ``POST /api/runs/{id}/metrics``, whichever way the request came in (the route below, or
+    ``app.ingest.fast_path`` for a well-formed batch). Refusals raise ``HTTPException``."""
     rows = pipeline.normalized(batch.rows)  # before the lock: nothing to wait for here
     with write(db):
         run = locked_run(db, run_id, authorization)
@@ -136,8 +136,16 @@ def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(Me
         control = _control(run)
     if accepted:  # committed: the background settler spreads it within a moment
         settler.wake()
+    return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
+
+
+@router.post("/{run_id}/metrics", response_model=IngestReply,
+             openapi_extra=openapi_body(MetricBatch))
+def post_metrics(run_id: int, batch: Annotated[MetricBatch, Depends(json_body(MetricBatch))],
+                 db: SessionDep, background: BackgroundTasks,
+                 authorization: Authorization = None) -> Response:
+    reply = ingest_batch(db, run_id, authorization, batch)
     background.add_task(checkpoint_wal)  # after the reply: the batch is committed already
-    reply = IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
     # A Response as built: a returned model FastAPI would validate again, and for a sync route
     # on one more trip to the thread pool (``response_model`` stays, for the OpenAPI schema).
     return Response(reply.model_dump_json(), media_type="application/json")

@@ -41,21 +41,21 @@ def _trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_report_batch_takes_one_trip_to_the_thread_pool(
         client: TestClient, app_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The route's own trip only: the session opens and closes on the event loop (its
-    transaction ended with the route's commit), and a checkpoint that is not due goes nowhere."""
+    """The work's own trip only (``app.ingest.fast_path.store``: parse, store, commit); the
+    session closes with its transaction ended, and a checkpoint that is not due goes nowhere."""
     run_id, headers = running_run(client)
     monkeypatch.setattr(db_module, "_last_checkpoint", [time.monotonic() + 3600])  # not due
     trips = _trips(monkeypatch)
     reply = client.post(f"/api/runs/{run_id}/metrics", headers=headers,
                         json={"rows": [{"step": 1, "metrics": STEP}]})
     assert reply.status_code == 200, reply.text
-    assert trips == ["post_metrics"], trips
+    assert trips == ["store"], trips
     if app_db.startswith("sqlite"):  # a due checkpoint is one more trip, after the reply
         monkeypatch.setattr(db_module, "_last_checkpoint", [0.0])
         trips.clear()
         client.post(f"/api/runs/{run_id}/metrics", headers=headers,
                     json={"rows": [{"step": 2, "metrics": STEP}]}).raise_for_status()
-        assert trips == ["post_metrics", "_checkpoint"], trips
+        assert trips == ["store", "_checkpoint"], trips
 
 
 def test_every_session_gives_its_connection_back_however_the_route_left_it(
