@@ -79,14 +79,15 @@ class ReportFastPath:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         match = (METRICS_PATH.match(scope["path"])
                  if scope["type"] == "http" and scope["method"] == "POST" else None)
-        declared = Headers(scope=scope).get("content-length", "") if match else ""
+        headers = Headers(scope=scope) if match else None
+        declared = headers.get("content-length", "") if headers else ""
         if not match or not declared.isdigit() or int(declared) > self.limit:
             await self.app(scope, receive, send)  # the limit's 413, chunked bodies, other routes
             return
         body = await read_body(receive)
         if body is None:  # the client went away
             return
-        authorization = Headers(scope=scope).get("authorization")
+        authorization = headers.get("authorization") if headers else None
         outcome = await anyio.to_thread.run_sync(store, int(match.group(1)), authorization, body)
         if outcome is Handover.REGULAR:
             await self.app(scope, replay(body, receive), send)
