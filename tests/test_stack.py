@@ -25,3 +25,14 @@ def test_a_failed_start_stops_what_it_spawned(tmp_path: Path) -> None:
         assert proc.returncode is not None
         with pytest.raises(ProcessLookupError):  # nothing of its process group is left
             os.killpg(proc.pid, 0)
+
+
+def test_a_stack_with_its_own_visibility_timeout_gets_its_own_redis() -> None:
+    """kombu restores every queue's unacked tasks on a db older than the consumer's timeout: a
+    20 s stack on the shared db 9 re-delivered other stacks' running trainings (CI flake)."""
+    from tests.integration.conftest import needs_own_redis
+
+    assert needs_own_redis(False, {"GRPODECK_BROKER_VISIBILITY_SECONDS": "20"})
+    assert needs_own_redis(True, None)
+    assert not needs_own_redis(False, {"GRPODECK_HEARTBEAT_SECONDS": "1"})
+    assert not needs_own_redis(False, None)

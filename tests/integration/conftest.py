@@ -25,7 +25,13 @@ def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None
     (the lost-run check and the alert sender live there). ``private_redis``: a redis-server of the
     stack's own (for drills that restart it) instead of db 9 of the shared one (each stack has
     its own queue there, so stacks never take each other's tasks). ``worker_concurrency``: the
-    worker's ``--concurrency`` (None: left to the worker, one per device slot)."""
+    worker's ``--concurrency`` (None: left to the worker, one per device slot).
+
+    A stack with its own broker visibility timeout always gets a private Redis: kombu's Redis
+    consumers restore the unacknowledged tasks of *every* queue on their db once those are older
+    than their own timeout, so a 20 s stack on the shared db re-delivered runs that other
+    stacks' workers were still training (seen in CI as a device-slot test's run claimed twice)."""
+    private_redis = needs_own_redis(private_redis, extra_env)
     with ExitStack() as cleanup:
         if kind == "embedded":
             live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}",
@@ -43,6 +49,12 @@ def live_stack(kind: str, workdir: Path, extra_env: dict[str, str] | None = None
                          scheduler=scheduler, worker_concurrency=worker_concurrency)
         cleanup.callback(live.stop)  # registered before start: runs even when start() fails
         yield live.start()
+
+
+def needs_own_redis(asked: bool, extra_env: dict[str, str] | None) -> bool:
+    """Whether a stack must have a redis-server of its own: asked for, or a visibility timeout
+    of its own (see ``live_stack``)."""
+    return asked or "GRPODECK_BROKER_VISIBILITY_SECONDS" in (extra_env or {})
 
 
 @pytest.fixture(scope="session", params=["embedded", "postgres-redis"])
