@@ -232,6 +232,29 @@ def deck(server: DeckServer, data: list[dict[str, float]], batch: int) -> tuple[
     return elapsed, _cpu_seconds(server.server.pid) - cpu
 
 
+def deck_mlflow(server: DeckServer, data: list[dict[str, float]]) -> tuple[float, float]:
+    """(seconds, server CPU seconds) to log ``data`` through the Deck's MLflow API, one
+    ``runs/log-batch`` per step with the body MLflow's REST client sends for
+    ``log_metrics(metrics, step=)``: what TRL's ``report_to="mlflow"`` costs per logged step,
+    the route's own work without the MLflow client's (bench/mlflow_compat.py has that)."""
+    api = "/mlflow/api/2.0/mlflow"
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        created = client.post(f"{api}/runs/create", json={
+            "experiment_id": "0", "run_name": "bench", "start_time": int(time.time() * 1e3)})
+        created.raise_for_status()
+        run_id = created.json()["run"]["info"]["run_id"]
+        now = int(time.time() * 1e3)
+        bodies = [{"run_id": run_id, "metrics": [
+            {"key": k, "value": v, "timestamp": now, "step": step} for k, v in metrics.items()]}
+            for step, metrics in enumerate(data, 1)]
+        cpu = _cpu_seconds(server.server.pid)
+        start = time.perf_counter()
+        for body in bodies:
+            client.post(f"{api}/runs/log-batch", json=body).raise_for_status()
+        elapsed = time.perf_counter() - start
+    return elapsed, _cpu_seconds(server.server.pid) - cpu
+
+
 def deck_floor(server: DeckServer, requests: int) -> dict[str, float]:
     """Seconds per request of what one-step-per-request cannot do without: an empty batch (the
     report route's own fixed cost: token, run lock, heartbeat, commit) and ``GET /healthz`` (the
@@ -392,6 +415,10 @@ def main() -> None:
                     key = f"deck {backend} batch {batch}"
                     results.setdefault(key, []).append(len(d) * per_point / seconds)
                     cpu_us.setdefault(key, []).append(cpu / (len(d) * per_point) * 1e6)
+                seconds, cpu = deck_mlflow(server, single)
+                key = f"deck {backend} MLflow log-batch"
+                results.setdefault(key, []).append(len(single) * per_point / seconds)
+                cpu_us.setdefault(key, []).append(cpu / (len(single) * per_point) * 1e6)
                 for name, seconds in deck_floor(server, len(single)).items():
                     floor_ms.setdefault(f"{backend} {name}", []).append(seconds * 1e3)
                 seconds, cpu, end_to_end = deck_sender(server, data)
@@ -441,6 +468,9 @@ def report(args: argparse.Namespace, results: dict[str, list[float]],
                   f"(MLflow {mlflow_ms:.2f} ms)" + "".join(
                       f"; {name} {ms:.2f} ms = {mlflow_ms / ms:.1f}x MLflow at most"
                       for name, ms in floors))
+            if mlflow_batch := med.get(f"deck {backend} MLflow log-batch"):
+                print(f"  an MLflow log-batch per step: {len(METRICS) / mlflow_batch * 1e3:.2f} "
+                      f"ms each = {mlflow_batch / med['mlflow']:.2f}x MLflow")
         if f"deck {backend}" in e2e:
             deck_e2e = statistics.median(e2e[f"deck {backend}"])
             line = (f"  end to end (delivered, settled in the background, chart read back): "

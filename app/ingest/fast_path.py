@@ -1,19 +1,23 @@
-"""A well-formed metric batch goes straight to its work, around the framework.
+"""Well-formed report requests go straight to their work, around the framework.
 
 Why: with one logged step per request (TRL's ``report_to="mlflow"``, a plain loop without the
 Sender) the request's fixed cost is most of its cost. Of a one-step ``POST
 /api/runs/{id}/metrics`` the route's own work (token, run lock, inbox row, commit) was ~15 % of
 the web process's samples; FastAPI's routing and dependency solving and the way in and out
-through eight middlewares took most of the rest (py-spy, bench/ingest.py). The report route
-needs none of them: it has no login, no origin check, no page, and its reply is small.
+through eight middlewares took most of the rest (py-spy, bench/ingest.py). A report route needs
+none of them: it has no login page, no cookie, and its reply is small.
 
-What it keeps: the same work (``report_api.ingest_batch``, one trip to the request thread
-pool, as the route takes), the ingest body limit, the security headers, the 503 with
-``Retry-After`` on a lock wait, and the WAL checkpoint after the reply. Anything else (a body
-over the limit or without a declared length, JSON that pydantic's parser refuses, a refused
-token, a run that is not running, an unexpected error) is handed, body and all, to the regular
-app, which answers it exactly as it always has: the transaction was rolled back, so nothing
-was half-stored, and errors keep one shape.
+This module is the mechanism; ``create_app`` names the routes it serves, each with its own work
+(a ``FastRoute``: the report API's metric batch, ``app.ingest.report_api``; MLflow's
+``runs/log-batch``, ``app.mlflow.api``), the same function its regular route calls, on one trip
+to the request thread pool. What it keeps: the endpoint's body limit (``app.core.limits``), the cross-origin
+check for a route that takes no token (``app.security.csrf``: in development mode the MLflow
+API needs no credentials), the security headers, the 503 with ``Retry-After`` on a lock wait,
+and the WAL checkpoint after the reply. Anything else (a body over the limit or without a
+declared length, a body the work refuses to read, a refused caller, a run that is not running,
+an unexpected error) is handed, body and all, to the regular app, which answers it exactly as
+it always has: the transaction was rolled back, so nothing was half-stored, and errors keep one
+shape.
 """
 
 from __future__ import annotations
@@ -21,26 +25,24 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import Enum
 
 import anyio.to_thread
-from fastapi import HTTPException
-from pydantic import ValidationError
 from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.busy import BUSY_DETAIL, RETRY_AFTER_SECONDS, is_lock_wait
 from app.core.config import get_settings
-from app.core.db import checkpoint_wal, get_sessionmaker
+from app.core.db import checkpoint_wal
 from app.core.limits import Limits
-from app.ingest.report_api import ingest_batch
+from app.security.csrf import refusal
 from app.security.headers import HEADERS
-from grpodeck.contract.wire import IngestReply, MetricBatch
 
 log = logging.getLogger(__name__)
 
-METRICS_PATH = re.compile(r"^/api/runs/(\d{1,18})/metrics$")
 BUSY_JSON = json.dumps({"detail": BUSY_DETAIL}).encode()
 SECURITY_HEADERS = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
 
@@ -52,43 +54,61 @@ class Handover(Enum):
     BUSY = "busy"  # a lock wait: 503 + Retry-After, as app.core.busy answers it
 
 
-def store(run_id: int, authorization: str | None, body: bytes) -> IngestReply | Handover:
-    """Parse and store one batch on a worker thread (one trip, as the route's own)."""
+# (the path's match, the request's scope and headers, its body) -> the 200 reply's JSON, or a
+# Handover. Runs on a worker thread; a refusal is ``Handover.REGULAR``, not an exception.
+Work = Callable[[re.Match[str], Scope, Headers, bytes], bytes | Handover]
+
+
+@dataclass(frozen=True)
+class FastRoute:
+    """A ``POST`` route the fast path serves. ``check_origin``: the regular app refuses it
+    cross-origin (a route without a token of its own), so the fast path hands such a request
+    over rather than serve it."""
+
+    path: re.Pattern[str]
+    work: Work
+    check_origin: bool = False
+
+
+def store(route: FastRoute, match: re.Match[str], scope: Scope, headers: Headers,
+          body: bytes) -> bytes | Handover:
+    """The route's work on a worker thread (one trip, as the regular route's own): a lock
+    wait is BUSY, any other database error goes the regular way."""
     try:
-        batch = MetricBatch.model_validate_json(body)
-    except ValidationError:
-        return Handover.REGULAR
-    session = get_sessionmaker()()
-    try:
-        return ingest_batch(session, run_id, authorization, batch)
-    except HTTPException:
-        return Handover.REGULAR
+        return route.work(match, scope, headers, body)
     except DBAPIError as exc:
         return Handover.BUSY if is_lock_wait(exc) else Handover.REGULAR
-    finally:
-        session.close()  # its transaction ended with ingest_batch's commit or rollback
 
 
-class ReportFastPath:
+class FastPath:
     """ASGI middleware, outside every other one but the forwarded-headers one."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[FastRoute]) -> None:
         self.app = app
-        self.limit = Limits.of(get_settings()).ingest
+        self.routes = tuple(routes)
+        settings = get_settings()
+        self.limits = Limits.of(settings)
+        self.trusted = settings.trusted_origins
+
+    def _route(self, scope: Scope) -> tuple[FastRoute, re.Match[str]] | None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return None
+        for route in self.routes:
+            if match := route.path.match(scope["path"]):
+                return route, match
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = (METRICS_PATH.match(scope["path"])
-                 if scope["type"] == "http" and scope["method"] == "POST" else None)
-        headers = Headers(scope=scope) if match else None
-        declared = headers.get("content-length", "") if headers else ""
-        if not match or not declared.isdigit() or int(declared) > self.limit:
-            await self.app(scope, receive, send)  # the limit's 413, chunked bodies, other routes
+        found = self._route(scope)
+        headers = Headers(scope=scope) if found else None
+        if found is None or headers is None or not self._servable(scope, found[0], headers):
+            await self.app(scope, receive, send)  # limits, chunked bodies, origins, other routes
             return
         body = await read_body(receive)
         if body is None:  # the client went away
             return
-        authorization = headers.get("authorization") if headers else None
-        outcome = await anyio.to_thread.run_sync(store, int(match.group(1)), authorization, body)
+        outcome = await anyio.to_thread.run_sync(store, found[0], found[1], scope, headers,
+                                                 body)
         if outcome is Handover.REGULAR:
             await self.app(scope, replay(body, receive), send)
             return
@@ -97,8 +117,16 @@ class ReportFastPath:
             await answer(send, 503, BUSY_JSON,
                          [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
             return
-        await answer(send, 200, outcome.model_dump_json().encode())
-        await checkpoint_wal()  # after the reply, as the route's background task
+        await answer(send, 200, outcome)
+        await checkpoint_wal()  # after the reply, as the regular routes' background task
+
+    def _servable(self, scope: Scope, route: FastRoute, headers: Headers) -> bool:
+        """A body of declared length within the endpoint's limit, from a caller the regular
+        app would let through its cross-origin check."""
+        declared = headers.get("content-length", "")
+        if not declared.isdigit() or int(declared) > self.limits.for_path(scope["path"]):
+            return False
+        return not (route.check_origin and refusal("POST", headers, self.trusted))
 
 
 async def read_body(receive: Receive) -> bytes | None:
