@@ -89,7 +89,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import httpx
 
@@ -224,12 +224,17 @@ def deck(server: DeckServer, data: list[dict[str, float]], batch: int) -> tuple[
               for i in range(0, len(data), batch)]
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=server.url, timeout=60, headers=headers) as client:
-        cpu = _cpu_seconds(server.server.pid)
-        start = time.perf_counter()
-        for body in bodies:
-            client.post(f"/api/runs/{run_id}/metrics", json=body).raise_for_status()
-        elapsed = time.perf_counter() - start
-    return elapsed, _cpu_seconds(server.server.pid) - cpu
+        return timed_posts(server, client, f"/api/runs/{run_id}/metrics", bodies)
+
+
+def timed_posts(server: DeckServer, client: httpx.Client, path: str,
+                bodies: list[dict[str, Any]]) -> tuple[float, float]:
+    """(seconds, server CPU seconds) to post ``bodies`` to ``path`` one after the other."""
+    cpu = _cpu_seconds(server.server.pid)
+    start = time.perf_counter()
+    for body in bodies:
+        client.post(path, json=body).raise_for_status()
+    return time.perf_counter() - start, _cpu_seconds(server.server.pid) - cpu
 
 
 def deck_mlflow(server: DeckServer, data: list[dict[str, float]]) -> tuple[float, float]:
@@ -247,12 +252,7 @@ def deck_mlflow(server: DeckServer, data: list[dict[str, float]]) -> tuple[float
         bodies = [{"run_id": run_id, "metrics": [
             {"key": k, "value": v, "timestamp": now, "step": step} for k, v in metrics.items()]}
             for step, metrics in enumerate(data, 1)]
-        cpu = _cpu_seconds(server.server.pid)
-        start = time.perf_counter()
-        for body in bodies:
-            client.post(f"{api}/runs/log-batch", json=body).raise_for_status()
-        elapsed = time.perf_counter() - start
-    return elapsed, _cpu_seconds(server.server.pid) - cpu
+        return timed_posts(server, client, f"{api}/runs/log-batch", bodies)
 
 
 def deck_floor(server: DeckServer, requests: int) -> dict[str, float]:
@@ -448,11 +448,11 @@ def report(args: argparse.Namespace, results: dict[str, list[float]],
           f"{args.single_steps} steps); median of {args.repeats}; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
     anchors = [a for a in ("trackio", "mlflow", "wandb") if a in med]
-    print(f"{'contender':<28}{'points/s':>12}{'server us/pt':>14}"
+    print(f"{'contender':<34}{'points/s':>12}{'server us/pt':>14}"
           + "".join(f"{'x ' + a:>11}" for a in anchors))
     for name, value in med.items():
         cpu = f"{statistics.median(cpu_us[name]):>14.1f}" if name in cpu_us else f"{'':>14}"
-        print(f"{name:<28}{value:>12,.0f}{cpu}"
+        print(f"{name:<34}{value:>12,.0f}{cpu}"
               + "".join(f"{value / med[a]:>11.2f}" for a in anchors))
     for backend in ("sqlite", "postgresql"):
         sender, single = med.get(f"deck {backend} via Sender"), med.get(f"deck {backend} batch 1")
