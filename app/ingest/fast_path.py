@@ -10,10 +10,10 @@ none of them: it has no login page, no cookie, and its reply is small.
 This module is the mechanism; ``create_app`` names the routes it serves, each with its own work
 (a ``FastRoute``: the report API's metric batch, ``app.ingest.report_api``; MLflow's
 ``runs/log-batch``, ``app.mlflow.api``), the same function its regular route calls, on one trip
-to the request thread pool. What it keeps: the endpoint's body limit (``app.core.limits``), the cross-origin
-check for a route that takes no token (``app.security.csrf``: in development mode the MLflow
-API needs no credentials), the security headers, the 503 with ``Retry-After`` on a lock wait,
-and the WAL checkpoint after the reply. Anything else (a body over the limit or without a
+to the request thread pool. What it keeps: the endpoint's body limit (``app.core.limits``),
+the cross-origin check for a route that takes no token (``app.security.csrf``: in development
+mode the MLflow API asks for no credentials), the security headers, the 503 with
+``Retry-After`` on a lock wait, and the WAL checkpoint after the reply. Anything else (a body over the limit or without a
 declared length, a body the work refuses to read, a refused caller, a run that is not running,
 an unexpected error) is handed, body and all, to the regular app, which answers it exactly as
 it always has: the transaction was rolled back, so nothing was half-stored, and errors keep one
