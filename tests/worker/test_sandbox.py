@@ -202,8 +202,10 @@ def test_os_exit_inside_the_tests_is_not_a_pass() -> None:
 
 
 def test_many_programs_run_in_parallel_up_to_the_cpu_count() -> None:
-    """Eight one-second sleepers take at least 8 s one after another; in parallel on two or
-    more CPUs they end before that, even on a loaded machine."""
+    """Eight one-second sleepers: one after another, the batch takes at least the sum of
+    their own times; in parallel on two or more CPUs it takes about half of that, however
+    loaded the machine is. (A fixed "under 8 s" had little room: each program also starts two
+    interpreters, 0.4 s a program with the suite running beside it, more under heavier load.)"""
     assert (os.cpu_count() or 1) >= 2, "needs two CPUs to show parallelism"
     started = time.monotonic()
     outcomes, seconds = run_unit_tests(
@@ -211,5 +213,7 @@ def test_many_programs_run_in_parallel_up_to_the_cpu_count() -> None:
         ["assert f() == 1"] * 8, limits=FAST)
     elapsed = time.monotonic() - started
     assert [o.score for o in outcomes] == [1.0] * 8 and all(s >= 1.0 for s in seconds)
-    # In series they take at least 8 s; each program is two interpreters (judge and solution).
-    assert elapsed < 8.0, f"{elapsed:.2f}s for 8 one-second programs: not run in parallel"
+    # In series the batch takes at least the sum of the programs' own times (each is two
+    # interpreters, judge and solution, and a one-second sleep); two at a time about half.
+    assert elapsed < 0.8 * sum(seconds), (
+        f"{elapsed:.2f} s for programs of {sum(seconds):.2f} s in all: not run in parallel")
