@@ -31,12 +31,13 @@ from enum import Enum
 
 import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.busy import BUSY_DETAIL, RETRY_AFTER_SECONDS, is_lock_wait
 from app.core.config import get_settings
-from app.core.db import checkpoint_wal
+from app.core.db import checkpoint_wal, get_sessionmaker
 from app.core.limits import Limits
 from app.security.csrf import refusal
 from app.security.headers import HEADERS
@@ -54,28 +55,35 @@ class Handover(Enum):
     BUSY = "busy"  # a lock wait: 503 + Retry-After, as app.core.busy answers it
 
 
-# (the path's match, the request's scope and headers, its body) -> the 200 reply's JSON, or a
-# Handover. Runs on a worker thread; a refusal is ``Handover.REGULAR``, not an exception.
-Work = Callable[[re.Match[str], Scope, Headers, bytes], bytes | Handover]
+# (the path's match, the request's scope and headers, its body, a session) -> the 200 reply's
+# JSON, or a Handover. Runs on a worker thread.
+Work = Callable[[re.Match[str], Scope, Headers, bytes, Session], bytes | Handover]
 
 
 @dataclass(frozen=True)
 class FastRoute:
-    """A ``POST`` route the fast path serves. ``check_origin``: the regular app refuses it
-    cross-origin (a route without a token of its own), so the fast path hands such a request
-    over rather than serve it."""
+    """A ``POST`` route the fast path serves. ``refused``: the exceptions by which its work
+    refuses a request (a body it cannot read, a caller or run it will not take): the regular
+    app answers those. ``check_origin``: the regular app refuses it cross-origin (a route
+    without a token of its own), so the fast path hands such a request over rather than serve
+    it."""
 
     path: re.Pattern[str]
     work: Work
+    refused: tuple[type[Exception], ...]
     check_origin: bool = False
 
 
 def store(route: FastRoute, match: re.Match[str], scope: Scope, headers: Headers,
           body: bytes) -> bytes | Handover:
-    """The route's work on a worker thread (one trip, as the regular route's own): a lock
-    wait is BUSY, any other database error goes the regular way."""
+    """The route's work on a worker thread (one trip, as the regular route's own), with a
+    session closed afterwards (the work ended its transaction): a refusal goes the regular way,
+    a lock wait is BUSY, any other database error goes the regular way."""
     try:
-        return route.work(match, scope, headers, body)
+        with get_sessionmaker()() as session:
+            return route.work(match, scope, headers, body, session)
+    except route.refused:
+        return Handover.REGULAR
     except DBAPIError as exc:
         return Handover.BUSY if is_lock_wait(exc) else Handover.REGULAR
 

@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import Headers
 from starlette.types import Scope
 
-from app.core.db import SessionDep, checkpoint_wal, get_sessionmaker, write
+from app.core.db import SessionDep, checkpoint_wal, write
 from app.core.json_body import json_body, openapi_body
 from app.core.redact import redact_optional
 from app.ingest import pipeline
-from app.ingest.fast_path import FastRoute, Handover
+from app.ingest.fast_path import FastRoute
 from app.logs import service as log_service
 from app.metrics import rollups, settler
 from app.runs import lifecycle
@@ -144,25 +144,17 @@ def ingest_batch(db: Session, run_id: int, authorization: str | None,
     return IngestReply(accepted=accepted, stop=control.stop, reason=control.reason)
 
 
-def fast_metrics(match: re.Match[str], _: Scope, headers: Headers, body: bytes
-                 ) -> bytes | Handover:
+def fast_metrics(match: re.Match[str], _: Scope, headers: Headers, body: bytes,
+                 db: Session) -> bytes:
     """``post_metrics`` for the fast path (``app.ingest.fast_path``): the batch parsed and
     stored on its one thread trip; what the route would refuse goes the regular way."""
-    try:
-        batch = MetricBatch.model_validate_json(body)
-    except ValidationError:
-        return Handover.REGULAR
-    session = get_sessionmaker()()
-    try:
-        reply = ingest_batch(session, int(match.group(1)), headers.get("authorization"), batch)
-    except HTTPException:
-        return Handover.REGULAR
-    finally:
-        session.close()  # its transaction ended with ingest_batch's commit or rollback
+    batch = MetricBatch.model_validate_json(body)
+    reply = ingest_batch(db, int(match.group(1)), headers.get("authorization"), batch)
     return reply.model_dump_json().encode()
 
 
-METRICS_ROUTE = FastRoute(re.compile(r"^/api/runs/(\d{1,18})/metrics$"), fast_metrics)
+METRICS_ROUTE = FastRoute(re.compile(r"^/api/runs/(\d{1,18})/metrics$"), fast_metrics,
+                          refused=(ValidationError, HTTPException))
 
 
 @router.post("/{run_id}/metrics", response_model=IngestReply,

@@ -24,7 +24,7 @@ from starlette.types import Scope
 
 from app.auth.identity import Identity
 from app.auth.middleware import identify
-from app.core.db import SessionDep, get_sessionmaker, write
+from app.core.db import SessionDep, write
 from app.ingest import pipeline
 from app.ingest.external import register_external
 from app.ingest.fast_path import FastRoute, Handover
@@ -204,30 +204,22 @@ def log_batch(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     return _log(db, caller, parse(LogBatch, body))
 
 
-def fast_log_batch(_: re.Match[str], scope: Scope, headers: Headers, body: bytes
-                   ) -> bytes | Handover:
+def fast_log_batch(_: re.Match[str], scope: Scope, headers: Headers, body: bytes,
+                   db: Session) -> bytes | Handover:
     """``log_batch`` for the fast path (``app.ingest.fast_path``), one logged step per request
     being TRL's ``report_to="mlflow"``: the body read as ``_body`` reads it, the caller found as
     ``mlflow_identity`` finds it, then ``_log``. Anything refused goes the regular way, which
     answers it in MLflow's shape."""
-    try:
-        batch = LogBatch.model_validate(json.loads(body or b"{}"))
-    except (ValueError, UnicodeDecodeError, ValidationError):
-        return Handover.REGULAR
+    batch = LogBatch.model_validate(json.loads(body or b"{}"))
     caller, _ = identify(scope, header_key(headers.get("authorization")), None)
     if caller is None:
         return Handover.REGULAR
-    session = get_sessionmaker()()
-    try:
-        return json.dumps(_log(session, caller, batch)).encode()
-    except MlflowError:
-        return Handover.REGULAR
-    finally:
-        session.close()
+    return json.dumps(_log(db, caller, batch)).encode()
 
 
+# json.loads' errors (bad JSON, bad UTF-8) and pydantic's ValidationError are ValueErrors.
 LOG_BATCH_ROUTE = FastRoute(re.compile(f"^/mlflow{API}/runs/log-batch$"), fast_log_batch,
-                            check_origin=True)
+                            refused=(ValueError, MlflowError), check_origin=True)
 
 
 @router.post(f"{API}/runs/log-metric", response_model=None)
