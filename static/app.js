@@ -71,3 +71,24 @@
     records.forEach(function (r) { r.addedNodes.forEach(untab); });
   }).observe(document.body, { childList: true, subtree: true });
 })();
+
+// The launch form: a reward row's parameters belong to the function it names. Picking another
+// function drops the parameters that one does not take (each option lists its own in
+// data-params), so the default row's "target=20" does not follow a switch to unit_tests and come
+// back as "unknown parameter(s)"; what the new function takes, and anything not key=value (the
+// server says why), stays as typed.
+(function () {
+  document.addEventListener("change", function (ev) {
+    var select = ev.target;
+    if (!select.matches || !select.matches('.reward-row select[name$="_name"]')) return;
+    var input = select.closest(".reward-row").querySelector('input[name$="_params"]');
+    if (!input) return;
+    var option = select.options[select.selectedIndex];
+    var takes = (option && option.dataset.params ? option.dataset.params.split(",") : []);
+    input.value = input.value.split(/[,;]/).map(function (part) { return part.trim(); })
+      .filter(function (part) {
+        var eq = part.indexOf("=");
+        return part && (eq < 1 || takes.indexOf(part.slice(0, eq).trim()) >= 0);
+      }).join(", ");
+  });
+})();

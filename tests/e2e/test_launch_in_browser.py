@@ -39,3 +39,21 @@ def test_invalid_form_marks_the_field_and_queues_nothing(page: Page, live: Stack
     expect(page.locator("#f-num_generations")).to_have_value("1")
     expect(page.locator(".alert.critical")).to_contain_text("nothing was queued")
     assert httpx.get(f"{live.url}/api/runs", timeout=10).json() == before
+
+
+def test_picking_another_reward_drops_the_parameters_it_does_not_take(
+        page: Page, live: Stack) -> None:
+    """The default row's "target=20" (length_target) does not follow a switch to unit_tests,
+    which takes none (it came back as "unknown parameter(s) for unit_tests: target"); what the
+    new function takes, and text that is not key=value, stay as typed."""
+    page.goto(f"{live.url}/runs/new")
+    params = page.locator("#f-reward_0_params")
+    expect(params).to_have_value("target=20")
+    page.select_option("#f-reward_0_name", "unit_tests")
+    expect(params).to_have_value("")
+    page.select_option("#f-reward_0_name", "length_target")
+    params.fill("target=30, column=answer; oops")
+    page.select_option("#f-reward_0_name", "answer_match")
+    expect(params).to_have_value("column=answer, oops")
+    page.select_option("#f-reward_0_name", "")
+    expect(params).to_have_value("oops")
