@@ -135,3 +135,67 @@ def test_an_import_of_the_rows_stores_the_whole_history_diagnosis(client: TestCl
     assert reply.status_code == 201, reply.text
     (imported,) = reply.json()["runs"]
     assert_same_findings(int(imported["id"]), rows)
+
+
+MLFLOW = "/mlflow/api/2.0/mlflow"
+
+
+@st.composite
+def mlflow_deliveries(draw: st.DrawFn) -> dict[str, Any]:
+    """How an MLflow client spreads a run's values over requests: ``log_metric`` per value,
+    ``log_metrics`` per step, or batches that cut across steps (one step's values in two
+    requests); values of neighbouring steps may arrive out of order."""
+    return {"n": draw(st.integers(30, 90)), "peak": draw(st.floats(0.25, 0.6)),
+            "seed": draw(st.integers(0, 2**16)), "every_batch": draw(st.booleans()),
+            "split": draw(st.sampled_from(["per_value", "per_step", "across_steps"])),
+            "shuffle": draw(st.booleans())}
+
+
+def mlflow_requests(rows: list[Row], split: str, shuffle: bool, seed: int
+                    ) -> list[list[dict[str, Any]]]:
+    """The metric lists of the log-batch requests that carry ``rows``."""
+    values = [{"key": k, "value": v, "timestamp": 0, "step": s}
+              for s, metrics in rows for k, v in metrics.items()]
+    rng = np.random.default_rng(seed)
+    if shuffle:  # a window of 12 values (two or three steps) arrives in any order
+        for start in range(0, len(values), 12):
+            window = values[start:start + 12]
+            values[start:start + 12] = [window[i] for i in rng.permutation(len(window))]
+    if split == "per_value":
+        return [[v] for v in values]
+    if split == "per_step":
+        by_step: dict[int, list[dict[str, Any]]] = {}
+        for v in values:
+            by_step.setdefault(v["step"], []).append(v)
+        return list(by_step.values())
+    cuts = sorted(set(rng.integers(1, len(values), size=len(values) // 7).tolist()))
+    return [values[a:b] for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True)]
+
+
+@settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                 HealthCheck.too_slow])
+@given(delivery=mlflow_deliveries())
+@example(delivery={"n": 90, "peak": 0.4, "seed": 5, "every_batch": True,
+                   "split": "per_value", "shuffle": True})
+def test_an_mlflow_client_run_stores_the_whole_history_diagnosis(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch, delivery: dict[str, Any]) -> None:
+    """The MLflow protocol (TRL's ``report_to="mlflow"``, or ``mlflow.log_metric`` per value):
+    a step's values may come in several requests, so the live diagnosis sees steps half
+    filled; once the client ends the run, the findings are the whole history's."""
+    monkeypatch.setenv("GRPODECK_DIAGNOSTICS_MIN_INTERVAL_SECONDS",
+                       "0" if delivery["every_batch"] else "1000")
+    config_module.get_settings.cache_clear()
+    note(repr(delivery))
+    rows = collapsing_run(delivery["n"], delivery["peak"], delivery["seed"])
+    created = client.post(f"{MLFLOW}/runs/create", json={"experiment_id": "0"})
+    assert created.status_code == 200, created.text
+    mlflow_id = created.json()["run"]["info"]["run_id"]
+    for metrics in mlflow_requests(rows, delivery["split"], delivery["shuffle"],
+                                   delivery["seed"]):
+        reply = client.post(f"{MLFLOW}/runs/log-batch",
+                            json={"run_id": mlflow_id, "metrics": metrics})
+        assert reply.status_code == 200, reply.text
+    ended = client.post(f"{MLFLOW}/runs/update",
+                        json={"run_id": mlflow_id, "status": "FINISHED"})
+    assert ended.status_code == 200, ended.text
+    assert_same_findings(int(mlflow_id), rows)
