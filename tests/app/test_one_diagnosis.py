@@ -2,7 +2,8 @@
 over its whole stored history (``grpodeck diagnose`` of the same rows), however the rows arrived:
 one per request or batches of any size, re-sent and out-of-order batches, the inbox settled at
 any point, the web process restarted between batches (its in-memory diagnostics state lost), a
-detector rate bound on or off, and an import of the same rows.
+detector rate bound on or off, an import of the same rows, and an MLflow client whose steps
+arrive value by value or cut across requests.
 
 The generated run has a peak, a collapse from it, an entropy collapse and a KL rise, so the
 comparison covers onsets and key numbers of several critical findings, not only "healthy"."""
