@@ -92,6 +92,17 @@ class RunClient:
                 return self._once(method, path, body)
         raise AssertionError("unreachable")
 
+    def claimable(self, ticket: str) -> bool:
+        """Whether a claim with ``ticket`` would succeed now, spending nothing; one attempt:
+        True also when the server cannot say (unreachable, 5xx), since only its "no" ends a
+        wait for a device slot."""
+        try:
+            reply = self._http.get(f"/api/runs/{self.run_id}/claim",
+                                   headers={"Authorization": f"Bearer {ticket}"})
+        except httpx.TransportError:
+            return True
+        return reply.status_code not in OVER
+
     def claim(self, ticket: str, pid: int, host: str) -> str:
         """Start the run; returns its token (kept in memory, handed to the child's environment)."""
         self._http.headers["Authorization"] = f"Bearer {ticket}"

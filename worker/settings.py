@@ -29,6 +29,10 @@ class WorkerSettings(BaseSettings):
         30.0, description="after a stop request, how long the trainer may take before it is killed"
     )
     control_poll_seconds: float = 1.0
+    slot_recheck_seconds: float = Field(
+        10.0, gt=0, description="a run waiting for a free device slot asks the web app this often "
+        "whether it is still to be trained (cancelled, or claimed by another worker: it stops "
+        "waiting)")
     warm_start: bool = Field(
         True, description="a pool process imports the training stack once and forks each run's "
         "training child from itself (~10 s of CPU less per run start); false: a fresh "

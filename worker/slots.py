@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import re
 import shutil
@@ -154,13 +155,23 @@ def _try_take(slot: Slot, lock_dir: Path) -> list[IO[bytes]] | None:
     return held
 
 
+class NotWanted(Exception):
+    """Given up waiting for a slot: ``still_wanted`` said the run no longer needs one."""
+
+
 @contextmanager
 def take_slot(slots: list[Slot], lock_dir: Path, poll_seconds: float = 1.0,
-              on_wait: Callable[[], None] | None = None) -> Iterator[Slot]:
+              on_wait: Callable[[], None] | None = None,
+              still_wanted: Callable[[], bool] | None = None,
+              recheck_seconds: float = 10.0) -> Iterator[Slot]:
     """Hold the first free slot for the ``with`` block, waiting (polling) while all are taken;
-    ``on_wait`` is called once when this has to wait."""
+    ``on_wait`` is called once when this has to wait. While waiting, ``still_wanted`` is asked
+    at once and then every ``recheck_seconds``: False raises ``NotWanted`` (the run was
+    cancelled, or is a redelivered task of a run that another process already trains: without
+    it such a task held its pool process until a slot freed, maybe when that run ended)."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     waited = False
+    asked_at = -math.inf
     while True:
         for slot in slots:
             held = _try_take(slot, lock_dir)
@@ -174,6 +185,10 @@ def take_slot(slots: list[Slot], lock_dir: Path, poll_seconds: float = 1.0,
         if not waited and on_wait is not None:
             on_wait()
         waited = True
+        if still_wanted is not None and time.monotonic() - asked_at >= recheck_seconds:
+            if not still_wanted():
+                raise NotWanted
+            asked_at = time.monotonic()
         time.sleep(poll_seconds)
 
 

@@ -30,7 +30,7 @@ from worker.celery_app import celery_app
 from worker.log_shipper import LogShipper
 from worker.run_client import RunClient, RunConflict, retryable
 from worker.settings import get_settings
-from worker.slots import Slot, slot_env, take_slot, worker_slots
+from worker.slots import NotWanted, Slot, slot_env, take_slot, worker_slots
 from worker.supervise import Child, error_line, kill_group, redact_paths, supervise, tail
 from worker.training import child as training_child
 from worker.training import warm
@@ -69,13 +69,25 @@ def child_env(token: str, out: Path, slot: Slot | None) -> dict[str, str]:
 def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
               ticket: str) -> int | None:
     """Take a free device slot (when this worker has slots) before claiming, so a run waiting
-    for GPUs stays queued on the dashboard; then claim and train in it."""
+    for GPUs stays queued on the dashboard; then claim and train in it. While it waits, it
+    asks whether the run is still to be trained, and stops waiting once it is not."""
     slots = worker_slots()
     if not slots:
         return _claim_and_train(self, run_id, spec, report_url, ticket, None)
-    with take_slot(slots, get_settings().device_locks_dir, on_wait=lambda: log.info(
-            "run %s waits for a free device slot", run_id)) as slot:
-        return _claim_and_train(self, run_id, spec, report_url, ticket, slot)
+    settings = get_settings()
+    asking = RunClient(report_url, run_id)
+    try:
+        with take_slot(slots, settings.device_locks_dir, on_wait=lambda: log.info(
+                "run %s waits for a free device slot", run_id),
+                still_wanted=lambda: asking.claimable(ticket),
+                recheck_seconds=settings.slot_recheck_seconds) as slot:
+            return _claim_and_train(self, run_id, spec, report_url, ticket, slot)
+    except NotWanted:
+        log.info("run %s not started: no longer waits for a device slot (cancelled, or "
+                 "claimed by another worker)", run_id)
+        return None
+    finally:
+        asking.close()
 
 
 def _claim_and_train(self: Task, run_id: int, spec: dict[str, Any], report_url: str,

@@ -32,6 +32,7 @@ from app.runs.models import Run
 from app.runs.service import (
     CLAIM_REFUSED,
     ClaimRefused,
+    check_claimable,
     claim,
     get_run,
     get_run_for_update,
@@ -39,6 +40,7 @@ from app.runs.service import (
     token_matches,
 )
 from grpodeck.contract.wire import (
+    Claimable,
     ClaimOut,
     ControlOut,
     FinishedIn,
@@ -108,6 +110,22 @@ def _require_running(run: Run) -> None:
     """Metrics belong to a running run; a queued or finished one answers 409."""
     if run.status != lifecycle.Status.RUNNING:
         raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
+
+
+@router.get("/{run_id}/claim", response_model=Claimable)
+def claimable(run_id: int, db: SessionDep,
+              authorization: Annotated[str | None, Header()] = None) -> Claimable:
+    """Bearer: the claim ticket. Whether a claim with it would succeed now, spending nothing
+    (``check_claimable``): 200 yes; the claim's own 401 and 409 otherwise."""
+    run = get_run(db, run_id)
+    try:
+        if run is None:
+            raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
+        check_claimable(run, _bearer(authorization))
+    except ClaimRefused as exc:
+        code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
+        raise HTTPException(code, str(exc)) from None
+    return Claimable(claimable=True)
 
 
 @router.post("/{run_id}/claim", response_model=ClaimOut)

@@ -75,17 +75,26 @@ class ClaimRefused(Exception):
         self.unauthorised = unauthorised
 
 
+def check_claimable(run: Run, ticket: str) -> str:
+    """Raise ``ClaimRefused`` unless ``ticket`` could claim ``run`` now; returns the ticket's
+    hash. Also asked on its own, spending nothing: a worker waiting for a free device slot
+    asks it before and while it waits, so that a run cancelled meanwhile, or a redelivered task
+    of a run another worker already trains, does not hold a pool process until a slot frees."""
+    ticket_hash = hash_token(ticket)
+    if run.claim_hash is None or not hmac.compare_digest(run.claim_hash, ticket_hash):
+        raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
+    if run.status != Status.QUEUED or run.token_hash is not None:
+        raise ClaimRefused(f"run {run.id} is {run.status} and already claimed or ended")
+    return ticket_hash
+
+
 def claim(db: Session, run: Run, ticket: str, pid: int | None, host: str | None) -> str:
     """Trade the ticket for a fresh run token and start the run; only one claim can succeed.
 
     The conditional UPDATE is the guard: two workers holding the same (redelivered) message race
     on it, and the database lets exactly one of them clear the ticket. The token never exists in
     the broker, only in this reply and as a hash here; it is revoked when the run ends."""
-    ticket_hash = hash_token(ticket)
-    if run.claim_hash is None or not hmac.compare_digest(run.claim_hash, ticket_hash):
-        raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
-    if run.status != Status.QUEUED or run.token_hash is not None:
-        raise ClaimRefused(f"run {run.id} is {run.status} and already claimed or ended")
+    ticket_hash = check_claimable(run, ticket)
     token = secrets.token_urlsafe(32)
     # The ticket's hash stays (only its holder may learn that the run was claimed or ended);
     # the guard that makes it single-use is the status and the unset token.

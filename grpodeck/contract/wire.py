@@ -3,7 +3,8 @@ models, and the worker (or any reporting script) builds its requests and reads t
 the same ones, so the two cannot drift apart.
 
 Endpoints (``/api/runs/{id}/...``, bearer: the claim ticket for ``claim``, else the run token):
-``claim`` (``StartedIn`` -> ``ClaimOut``), ``metrics`` (``MetricBatch`` -> ``IngestReply``; an
+``claim`` (``StartedIn`` -> ``ClaimOut``; ``GET``: -> ``Claimable``, the same check spending
+nothing), ``metrics`` (``MetricBatch`` -> ``IngestReply``; an
 empty batch is a heartbeat), ``control`` (-> ``ControlOut``), ``finished`` (``FinishedIn`` ->
 ``ControlOut``), ``logs`` (``LogBatch`` -> ``LogReply``: the training child's output and stage).
 """
@@ -94,6 +95,13 @@ class ControlOut(BaseModel):
     stop: bool
     reason: str | None = None
     status: str
+
+
+class Claimable(BaseModel):
+    """``GET claim``: a claim with this ticket would succeed now (otherwise the claim's 401 or
+    409). A worker waiting for a device slot asks before and while it waits."""
+
+    claimable: Literal[True] = True
 
 
 class ClaimOut(ControlOut):

@@ -5,6 +5,7 @@ including one that never sent a metric."""
 
 from __future__ import annotations
 
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -16,6 +17,7 @@ from app.core.db import get_sessionmaker
 from app.ingest.watch import check_live_runs
 from app.runs.models import Run
 from tests.app.conftest import SPEC, claim, queued_run, running_run
+from worker.run_client import RunClient
 
 
 def _claim(client: TestClient, run_id: int, ticket: str) -> httpx.Response:
@@ -118,3 +120,44 @@ def test_claim_answers_alike_for_a_missing_run_and_a_wrong_ticket(client: TestCl
         _claim(client, 987_654, ""))}
     assert len(answers) == 1, answers
     assert next(iter(answers))[0] == 401
+
+
+def _ask(client: TestClient, run_id: int, ticket: str) -> httpx.Response:
+    """``GET claim``: would the ticket claim the run now (a worker waiting for a slot asks)."""
+    return client.get(f"/api/runs/{run_id}/claim", headers={"Authorization": f"Bearer {ticket}"})
+
+
+def test_asking_whether_a_ticket_claims_spends_nothing_and_answers_as_the_claim(
+        client: TestClient) -> None:
+    run_id, ticket = queued_run()
+    for _ in range(2):  # asked twice: the run stays queued and the ticket unspent
+        assert _ask(client, run_id, ticket).json() == {"claimable": True}
+    assert client.get(f"/api/runs/{run_id}").json()["status"] == "queued"
+    claim(client, run_id, ticket)
+    asked, claimed = _ask(client, run_id, ticket), _claim(client, run_id, ticket)
+    assert asked.status_code == claimed.status_code == 409  # a redelivered task: claimed
+    cancelled_id, cancelled_ticket = queued_run()
+    assert client.post(f"/api/runs/{cancelled_id}/cancel").status_code == 200
+    assert _ask(client, cancelled_id, cancelled_ticket).status_code == 409
+    # a wrong ticket and a missing run: one and the same 401, as the claim answers
+    answers = {(r.status_code, r.text) for r in (
+        _ask(client, run_id, "wrong"), _ask(client, 987_654, "wrong"), _ask(client, 987_654, ""),
+        _claim(client, 987_654, "wrong"))}
+    assert len(answers) == 1 and next(iter(answers))[0] == 401, answers
+
+
+def test_the_worker_asks_the_real_route_and_only_its_no_ends_a_wait(client: TestClient) -> None:
+    """``RunClient.claimable`` (a task waiting for a device slot): yes while queued, no once
+    cancelled; a server it cannot reach says nothing, so the wait goes on."""
+    run_id, ticket = queued_run()
+    asking = RunClient("http://127.0.0.1", run_id)
+    asking._http = client  # the app in process, over the same httpx API
+    assert asking.claimable(ticket) is True
+    assert client.post(f"/api/runs/{run_id}/cancel").status_code == 200
+    assert asking.claimable(ticket) is False
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    down = RunClient(f"http://127.0.0.1:{port}", run_id, timeout=2)
+    assert down.claimable(ticket) is True
+    down.close()

@@ -64,7 +64,8 @@ def test_every_operation_answers_without_5xx(app) -> None:  # type: ignore[no-un
         GenerationMode.POSITIVE, path_parameters={"run_id": run_id}, headers=headers)
         for path, method in (("/api/runs/{run_id}/metrics", "POST"),
                              ("/api/runs/{run_id}/control", "GET"),
-                             ("/api/runs/{run_id}/claim", "POST"))]
+                             ("/api/runs/{run_id}/claim", "POST"),
+                             ("/api/runs/{run_id}/claim", "GET"))]
     cases = st.one_of(schema.as_strategy(GenerationMode.POSITIVE),
                       schema.as_strategy(GenerationMode.NEGATIVE), *with_token)
 

@@ -9,12 +9,14 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from app.core.config import ROOT
 from worker.slots import (
+    NotWanted,
     Slot,
     SlotConfigError,
     configured_slots,
@@ -134,3 +136,34 @@ def test_the_capability_probe_sees_the_first_slots_devices(tmp_path: Path) -> No
         found[name] = json.loads(done.stdout.strip().splitlines()[-1])["device"]
     assert found["slots"].endswith("[CUDA_VISIBLE_DEVICES=3,4]"), found
     assert "CUDA_VISIBLE_DEVICES" not in found["none"], found  # no slots: all devices
+
+
+def test_a_wait_for_a_slot_ends_once_the_run_is_no_longer_wanted(tmp_path: Path) -> None:
+    """A task whose run was cancelled, or claimed by another worker (a redelivery), stops
+    waiting: asked at once when all slots are taken, then every ``recheck_seconds``; a free slot
+    is taken without asking."""
+    slots = parse_slots("0")
+    asked: list[bool] = []
+    ended: list[BaseException] = []
+
+    def wanted_twice() -> bool:
+        asked.append(len(asked) < 2)
+        return asked[-1]
+
+    def wait_for_the_held_slot() -> None:
+        try:
+            with take_slot(slots, tmp_path, poll_seconds=0.01, still_wanted=wanted_twice,
+                           recheck_seconds=0.05):
+                ended.append(AssertionError("the slot is held: this cannot get it"))
+        except NotWanted as exc:
+            ended.append(exc)
+
+    with take_slot(slots, tmp_path, still_wanted=wanted_twice) as slot:
+        assert slot.index == 0 and asked == []  # free: nobody asked
+        waiter = threading.Thread(target=wait_for_the_held_slot, daemon=True)
+        waiter.start()
+        waiter.join(timeout=60)  # a wait that never ends fails here, not at the suite's limit
+        assert not waiter.is_alive(), "the wait went on after the run was no longer wanted"
+        assert [type(e) for e in ended] == [NotWanted] and asked == [True, True, False]
+    with take_slot(slots, tmp_path) as again:  # the given-up wait left the slot free
+        assert again.index == 0
