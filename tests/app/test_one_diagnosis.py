@@ -146,7 +146,7 @@ def mlflow_deliveries(draw: st.DrawFn) -> dict[str, Any]:
     """How an MLflow client spreads a run's values over requests: ``log_metric`` per value,
     ``log_metrics`` per step, or batches that cut across steps (one step's values in two
     requests); values of neighbouring steps may arrive out of order."""
-    return {"n": draw(st.integers(30, 90)), "peak": draw(st.floats(0.25, 0.6)),
+    return {"n": draw(st.integers(30, 70)), "peak": draw(st.floats(0.25, 0.6)),
             "seed": draw(st.integers(0, 2**16)), "every_batch": draw(st.booleans()),
             "split": draw(st.sampled_from(["per_value", "per_step", "across_steps"])),
             "shuffle": draw(st.booleans())}
@@ -173,10 +173,10 @@ def mlflow_requests(rows: list[Row], split: str, shuffle: bool, seed: int
     return [values[a:b] for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True)]
 
 
-@settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=2, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                  HealthCheck.too_slow])
 @given(delivery=mlflow_deliveries())
-@example(delivery={"n": 90, "peak": 0.4, "seed": 5, "every_batch": True,
+@example(delivery={"n": 60, "peak": 0.4, "seed": 5, "every_batch": True,
                    "split": "per_value", "shuffle": True})
 def test_an_mlflow_client_run_stores_the_whole_history_diagnosis(
         client: TestClient, monkeypatch: pytest.MonkeyPatch, delivery: dict[str, Any]) -> None:
