@@ -16,8 +16,8 @@ from typing import Any
 
 from kombu import Connection
 
+from app.core.broker import sender
 from app.core.config import get_settings
-from app.launch.launcher import sender
 from grpodeck.contract.spec import RunSpec
 from grpodeck.contract.tasks import WORKER_CAPABILITIES, Device, WorkerCapabilities
 

@@ -14,7 +14,7 @@ TRIALS, SENDERS = 5, 8
 
 def _send(urls: list[str], barrier, answers) -> None:  # type: ignore[no-untyped-def]
     """One sender process: for each fresh broker, wait for the other senders, then declare."""
-    from app.launch.launcher import sender
+    from app.core.broker import sender
 
     for url in urls:
         barrier.wait()
@@ -32,6 +32,40 @@ def test_processes_declaring_one_new_queue_at_once_all_succeed(tmp_path: Path) -
     urls = [f"sqla+sqlite:///{tmp_path / f'broker{trial}.db'}" for trial in range(TRIALS)]
     barrier, answers = context.Barrier(SENDERS), context.Queue()
     processes = [context.Process(target=_send, args=(urls, barrier, answers))
+                 for _ in range(SENDERS)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=120)
+    assert [answers.get(timeout=5) for _ in range(TRIALS * SENDERS)] == ["ok"] * TRIALS * SENDERS
+
+
+def _send_dry_runs(urls: list[str], barrier, answers) -> None:  # type: ignore[no-untyped-def]
+    """One web process sending a dry run to each fresh broker, all at the same instant."""
+    import os
+
+    from app.core.config import get_settings
+    from app.dryruns.sender import send
+
+    for url in urls:
+        os.environ["GRPODECK_BROKER_URL"] = url
+        get_settings.cache_clear()
+        barrier.wait()
+        try:
+            send(1, {}, "ticket", 2)
+            answers.put("ok")
+        except Exception as exc:  # noqa: BLE001 - the failure is the finding
+            answers.put(f"{type(exc).__name__}: {exc}"[:200])
+
+
+def test_dry_runs_sent_at_once_to_a_new_queue_all_arrive(tmp_path: Path) -> None:
+    """A dry run sent while a worker started up (or another process sent) failed with
+    "UNIQUE constraint failed: kombu_queue.name" (CI): its client skipped the locked
+    declaration. Dry runs now go through the runs' client (``app.core.broker``)."""
+    context = multiprocessing.get_context("spawn")
+    urls = [f"sqla+sqlite:///{tmp_path / f'dry{trial}.db'}" for trial in range(TRIALS)]
+    barrier, answers = context.Barrier(SENDERS), context.Queue()
+    processes = [context.Process(target=_send_dry_runs, args=(urls, barrier, answers))
                  for _ in range(SENDERS)]
     for p in processes:
         p.start()
