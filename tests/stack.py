@@ -42,19 +42,33 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         pass
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds the listening socket on ``port``."""
+    try:
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                   for c in psutil.Process(pid).net_connections(kind="inet"))
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_healthy(url: str, proc: subprocess.Popen[Any], log: Callable[[], str],
-                 timeout: float = 60) -> None:
+                 timeout: float = 60, port: int | None = None) -> None:
     """Return once the web app at ``url`` answers ``/healthz``; RuntimeError with its ``log``
-    when ``proc`` exits first or ``timeout`` passes."""
+    when ``proc`` exits first or ``timeout`` passes. With ``port``, the answer counts only once
+    ``proc`` listens there itself: a free port picked for a stack can be taken by another
+    stack's server before this one binds it, and that server's 200 sent a whole test module
+    to the wrong stack (seen in CI: "address already in use" in this one's log)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the web app exited during start:\n{log()}")
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200 and (
+                    port is None or listens(proc.pid, port)):
                 return
         except httpx.TransportError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     raise RuntimeError(f"web app did not start:\n{log()}")
 
 
@@ -91,7 +105,7 @@ class Stack:
         try:
             subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
                            check=True, timeout=120)
-            self.start_web()
+            self._start_web_on_a_free_port()
             self.start_worker()
             if self.scheduler:
                 self._spawn("scheduler", [sys.executable, "-m", "app.cli", "scheduler"])
@@ -99,6 +113,17 @@ class Stack:
             self.stop()  # a failed start leaves no processes behind
             raise
         return self
+
+    def _start_web_on_a_free_port(self, tries: int = 3) -> None:
+        """The first start: another process may take the picked port first; pick another."""
+        for attempt in range(tries):
+            try:
+                self.start_web()
+                return
+            except RuntimeError as exc:
+                if "address already in use" not in str(exc) or attempt == tries - 1:
+                    raise
+                self.port = free_port()
 
     def start_web(self) -> None:
         """(Re)start uvicorn on the same port and database."""
@@ -129,7 +154,8 @@ class Stack:
 
     def _wait_ready(self, timeout: float = 60) -> None:
         # the latest web process, not an old one
-        wait_healthy(self.url, self.named["web"], lambda: self.log("web"), timeout)
+        wait_healthy(self.url, self.named["web"], lambda: self.log("web"), timeout,
+                     port=self.port)
 
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"
