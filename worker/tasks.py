@@ -81,6 +81,7 @@ def train_run(self: Task, run_id: int, spec: dict[str, Any], report_url: str,
                 "run %s waits for a free device slot", run_id),
                 still_wanted=lambda: asking.claimable(ticket),
                 recheck_seconds=settings.slot_recheck_seconds) as slot:
+            asking.close()  # done asking: not held open for the hours the run trains
             return _claim_and_train(self, run_id, spec, report_url, ticket, slot)
     except NotWanted:
         log.info("run %s not started: no longer waits for a device slot (cancelled, or "
