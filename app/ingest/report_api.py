@@ -112,6 +112,13 @@ def _require_running(run: Run) -> None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"run {run.id} is {run.status}, not running")
 
 
+def _claim_refusal(exc: ClaimRefused) -> HTTPException:
+    """The claim's answer, asked or made: one 401 for a wrong ticket and a missing run alike,
+    409 once claimed, cancelled or ended."""
+    code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
+    return HTTPException(code, str(exc))
+
+
 @router.get("/{run_id}/claim", response_model=Claimable)
 def claimable(run_id: int, db: SessionDep,
               authorization: Annotated[str | None, Header()] = None) -> Claimable:
@@ -123,8 +130,7 @@ def claimable(run_id: int, db: SessionDep,
             raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
         check_claimable(run, _bearer(authorization))
     except ClaimRefused as exc:
-        code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
-        raise HTTPException(code, str(exc)) from None
+        raise _claim_refusal(exc) from None
     return Claimable(claimable=True)
 
 
@@ -139,9 +145,8 @@ def claim_run(run_id: int, body: StartedIn, db: SessionDep,
             raise ClaimRefused(CLAIM_REFUSED, unauthorised=True)
         token = claim(db, run, _bearer(authorization), body.pid, body.host)
     except ClaimRefused as exc:
-        code = status.HTTP_401_UNAUTHORIZED if exc.unauthorised else status.HTTP_409_CONFLICT
         db.rollback()
-        raise HTTPException(code, str(exc)) from None
+        raise _claim_refusal(exc) from None
     db.commit()
     return ClaimOut(token=token, marker_key=run.marker_key, **_control(run).model_dump())
 
