@@ -39,11 +39,19 @@ class Series:
     def to_json(self) -> dict[str, list[float | int | str | None]]:
         """NaN/inf become strings: JSON has no such numbers, but a person must see them."""
         out: dict[str, list[float | int | str | None]] = {
-            "steps": list(self.steps), "values": [_text(v) for v in self.values]}
+            "steps": list(self.steps), "values": _texts(self.values)}
         if self.lows is not None and self.highs is not None and self.counts is not None:
-            out.update(min=[_text(v) for v in self.lows], max=[_text(v) for v in self.highs],
-                       n=list(self.counts))
+            out.update(min=_texts(self.lows), max=_texts(self.highs), n=list(self.counts))
         return out
+
+
+def _texts(values: list[float]) -> list[float | str]:
+    """``values`` with NaN/inf as their text. Almost every series is all finite: one sum in C
+    says so (NaN and inf carry through a sum; a finite overflow only takes the slow way), where
+    a Python call per value was a fifth of a 50k-point chart's answer."""
+    if math.isfinite(sum(values)):
+        return list(values)
+    return [_text(v) for v in values]
 
 
 def _text(value: float) -> float | str:

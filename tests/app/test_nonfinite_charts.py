@@ -86,3 +86,39 @@ def test_a_run_that_stays_nan_draws_a_bounded_row_of_markers() -> None:
     assert len(marker["x"]) <= MAX_MARKERS and marker["x"][0] == 0
     assert chart["note"].startswith("50000 non-finite values: NaN at steps 0, 1, 2")
     assert chart["note"].endswith("and 49992 more")
+
+
+def strict_json(text: str) -> object:
+    """JSON as a browser's JSON.parse reads it: NaN and Infinity are not JSON."""
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in an API answer")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_summarised_chart_answers_nan_and_inf_as_text_in_means_bands_and_live_points(
+        client: TestClient) -> None:
+    run_id, headers = running_run(client)
+    rows = [{"step": s, "metrics": {"reward": 0.5, "loss": 1.0}} for s in range(1, 101)]
+    rows[39]["metrics"]["reward"] = "nan"
+    rows[69]["metrics"]["loss"] = "inf"
+    report(client, run_id, headers, rows)
+    chart = client.get(f"/api/runs/{run_id}/chart", params={"max_points": 8})
+    assert chart.status_code == 200 and chart.headers["content-type"] == "application/json"
+    answer = strict_json(chart.text)
+    assert answer["level"] >= 1  # buckets: a mean with its band, and the non-finite point
+    reward = answer["series"]["reward"]
+    at = reward["steps"].index(40)
+    assert (reward["values"][at], reward["min"][at], reward["max"][at]) == ("nan", "nan", "nan")
+    assert "inf" in answer["series"]["loss"]["max"]
+    assert all(isinstance(v, float) for i, v in enumerate(reward["values"]) if i != at)
+    live = strict_json(client.get(f"/api/runs/{run_id}/metrics", params={"after": 38}).text)
+    assert live["reward"]["values"][:3] == [0.5, "nan", 0.5]
+
+
+def test_finite_values_whose_sum_overflows_stay_numbers(client: TestClient) -> None:
+    """Two values near the float limit add up to inf: they are still finite, still numbers."""
+    run_id, headers = running_run(client)
+    report(client, run_id, headers, [{"step": s, "metrics": {"reward": 1e308}}
+                                     for s in (1, 2)])
+    answer = strict_json(client.get(f"/api/runs/{run_id}/metrics").text)
+    assert answer["reward"] == {"steps": [1, 2], "values": [1e308, 1e308]}
