@@ -182,10 +182,12 @@ class DeckServer:
         reply.raise_for_status()
         return run_id, reply.json()["token"]
 
-    def readable(self, run_id: int, steps: int, deadline_s: float = 120.0) -> None:
+    def readable(self, run_id: int, steps: int, deadline_s: float = 120.0
+                 ) -> tuple[float, float]:
         """Return once the run is settled (the web process's background settler has spread its
         inbox into points and summaries) and its chart reads every step: what a person opening
-        the run page then sees, drawn from settled summaries."""
+        the run page then sees, drawn from settled summaries. Returns (seconds until settled,
+        seconds the chart's read took)."""
         from sqlalchemy import text
 
         from app.core.db import make_engine
@@ -193,6 +195,7 @@ class DeckServer:
         if not hasattr(self, "engine"):
             self.engine = make_engine(self.database_url)
         stale = text("SELECT rollups_stale_lo FROM runs WHERE id = :run")
+        start = time.perf_counter()
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             with self.engine.connect() as connection:
@@ -201,8 +204,10 @@ class DeckServer:
             time.sleep(0.005)  # polling the run's recorded state, bounded by the deadline
         else:
             raise RuntimeError(f"run {run_id} not settled within {deadline_s} s")
+        settled = time.perf_counter()
         chart = httpx.get(f"{self.url}/api/runs/{run_id}/chart", timeout=60).json()
         assert chart["last_step"] == steps, chart["last_step"]
+        return settled - start, time.perf_counter() - settled
 
     def table_sizes(self) -> dict[str, int]:
         """PostgreSQL: bytes of each table the ingest writes, indexes and TOAST included."""
@@ -276,13 +281,14 @@ def deck_floor(server: DeckServer, requests: int) -> dict[str, float]:
 
 
 def deck_sender(server: DeckServer, data: list[dict[str, float]]
-                ) -> tuple[float, float, float]:
-    """(seconds, server CPU seconds, end-to-end seconds) from the first row handed to the
+                ) -> tuple[float, float, tuple[float, float, float]]:
+    """(seconds, server CPU seconds, end-to-end parts) from the first row handed to the
     client's background ``Sender`` (what the worker's reporter and ``DeckCallback`` use,
     batch_rows=20 as the worker sets it) until it has delivered every row: the batches are
     whatever accumulated while the previous POST was in flight (up to 500 rows), as in a real
     run. End to end: until the run is also settled and its chart read back
-    (``DeckServer.readable``), the settle work included, so that no cost is hidden."""
+    (``DeckServer.readable``), the settle work included, so that no cost is hidden: its parts
+    are (delivered, then settled, then the chart read back), in seconds."""
     from grpodeck.client.sender import Sender, Target
 
     run_id, token = server.new_run()
@@ -295,11 +301,10 @@ def deck_sender(server: DeckServer, data: list[dict[str, float]]
         sender.put_rows([{"step": step, "metrics": metrics}])
     delivered = sender.close(deadline=600)
     elapsed = time.perf_counter() - start
-    server.readable(run_id, len(data))
-    end_to_end = time.perf_counter() - start
+    settled, chart = server.readable(run_id, len(data))
     sender.shutdown()
     assert delivered and sender.state.rows_delivered == len(data), sender.state
-    return elapsed, _cpu_seconds(server.server.pid) - cpu, end_to_end
+    return elapsed, _cpu_seconds(server.server.pid) - cpu, (elapsed, settled, chart)
 
 
 # ---- the other trackers, in-process ---------------------------------------------------------
@@ -402,6 +407,7 @@ def main() -> None:
     results: dict[str, list[float]] = {}  # contender -> points/s of each repeat
     cpu_us: dict[str, list[float]] = {}  # deck contender -> server CPU microseconds per point
     e2e: dict[str, list[float]] = {}  # "deck <backend>" or "trackio" -> end-to-end points/s
+    parts: dict[str, list[tuple[float, float, float]]] = {}  # "deck <backend>" -> seconds
     floor_ms: dict[str, list[float]] = {}  # "backend request" -> ms per request
     sizes: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
     servers = {b: DeckServer(b).__enter__() for b in backends}
@@ -421,7 +427,9 @@ def main() -> None:
                 cpu_us.setdefault(key, []).append(cpu / (len(single) * per_point) * 1e6)
                 for name, seconds in deck_floor(server, len(single)).items():
                     floor_ms.setdefault(f"{backend} {name}", []).append(seconds * 1e3)
-                seconds, cpu, end_to_end = deck_sender(server, data)
+                seconds, cpu, e2e_parts = deck_sender(server, data)
+                parts.setdefault(f"deck {backend}", []).append(e2e_parts)
+                end_to_end = sum(e2e_parts)
                 key = f"deck {backend} via Sender"
                 results.setdefault(key, []).append(len(data) * per_point / seconds)
                 cpu_us.setdefault(key, []).append(cpu / (len(data) * per_point) * 1e6)
@@ -437,12 +445,13 @@ def main() -> None:
     finally:
         for server in servers.values():
             server.__exit__()
-    report(args, results, cpu_us, e2e, floor_ms, sizes)
+    report(args, results, cpu_us, e2e, floor_ms, sizes, parts)
 
 
 def report(args: argparse.Namespace, results: dict[str, list[float]],
            cpu_us: dict[str, list[float]], e2e: dict[str, list[float]],
-           floor_ms: dict[str, list[float]], sizes: dict[str, tuple[dict[str, int], dict[str, int]]]) -> None:
+           floor_ms: dict[str, list[float]], sizes: dict[str, tuple[dict[str, int], dict[str, int]]],
+           parts: dict[str, list[tuple[float, float, float]]]) -> None:
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n{args.steps} steps x {len(METRICS)} metrics (one-step-per-request: "
           f"{args.single_steps} steps); median of {args.repeats}; {os.cpu_count()} CPUs, "
@@ -480,6 +489,10 @@ def report(args: argparse.Namespace, results: dict[str, list[float]],
                 line += (f" = {deck_e2e / theirs:.2f}x trackio log + read-back "
                          f"({theirs:,.0f} points/s)")
             print(line)
+            delivered, settled, chart = (statistics.median(p) for p in
+                                         zip(*parts[f"deck {backend}"], strict=True))
+            print(f"    its parts (medians): delivered {delivered:.3f} s, settled {settled:.3f} s "
+                  f"later, chart read back in {chart:.3f} s")
     for backend, (before, after) in sizes.items():
         print(f"\n{backend} table sizes (bytes, indexes and TOAST included), before -> after:")
         for table in sorted(after, key=lambda t: -after[t]):
