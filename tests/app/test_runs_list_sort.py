@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from app.core.db import get_sessionmaker
 from app.metrics.models import MetricPoint, MetricRollup
@@ -18,35 +19,44 @@ PER_PAGE = 20
 
 
 def stored(name: str, reward: float | None = None, kl: float | None = None) -> int:
+    """A finished run, stored in a transaction of its own (``add``)."""
+    with get_sessionmaker()() as db:
+        run_id = add(db, name, reward, kl)
+        db.commit()
+        return run_id
+
+
+def add(db: Session, name: str, reward: float | None = None, kl: float | None = None) -> int:
     """A finished run; with ``reward``/``kl`` its last points and the reward's level-1 summary
     written straight as rows (cheap: the sort reads only these tables)."""
-    with get_sessionmaker()() as db:
-        run = Run(name=name, spec=tiny_spec(name=name), status="succeeded", max_steps=5)
-        db.add(run)
-        db.flush()
-        if reward is not None:
-            db.add_all([MetricPoint(run_id=run.id, name="reward", step=1, value=reward / 2),
-                        MetricPoint(run_id=run.id, name="reward", step=2, value=reward),
-                        MetricPoint(run_id=run.id, name="reward", step=3, value=None, raw="nan"),
-                        MetricPoint(run_id=run.id, name="kl", step=2, value=kl),
-                        MetricRollup(run_id=run.id, level=1, name="reward", bucket=0, n=2,
-                                     vsum=1.5 * reward, vmin=min(reward, reward / 2),
-                                     vmax=max(reward, reward / 2), first_step=1, last_step=3,
-                                     nonfinite=1, nonfinite_step=3, nonfinite_raw="nan")])
-        db.commit()
-        return run.id
+    run = Run(name=name, spec=tiny_spec(name=name), status="succeeded", max_steps=5)
+    db.add(run)
+    db.flush()
+    if reward is not None:
+        db.add_all([MetricPoint(run_id=run.id, name="reward", step=1, value=reward / 2),
+                    MetricPoint(run_id=run.id, name="reward", step=2, value=reward),
+                    MetricPoint(run_id=run.id, name="reward", step=3, value=None, raw="nan"),
+                    MetricPoint(run_id=run.id, name="kl", step=2, value=kl),
+                    MetricRollup(run_id=run.id, level=1, name="reward", bucket=0, n=2,
+                                 vsum=1.5 * reward, vmin=min(reward, reward / 2),
+                                 vmax=max(reward, reward / 2), first_step=1, last_step=3,
+                                 nonfinite=1, nonfinite_step=3, nonfinite_raw="nan")])
+    return run.id
 
 
 @pytest.fixture
 def runs() -> dict[str, int]:
     """61 runs: the first created has the best reward and the lowest KL and sorts last by
-    name; the last created the reverse; one run in between logged nothing."""
-    out = {"first": stored("zzz-first", reward=9.0, kl=0.0)}
-    for i in range(58):
-        out[f"mid-{i}"] = stored(f"mid-{i:03d}", reward=0.5 + 0.001 * i, kl=0.1 + 0.001 * i)
-        if i == 30:
-            out["nothing"] = stored("mid-nothing")
-    out["last"] = stored("aaa-last", reward=-1.0, kl=5.0)
+    name; the last created the reverse; one run in between logged nothing. One transaction for
+    all of them (a commit each was most of every test's time here)."""
+    with get_sessionmaker()() as db:
+        out = {"first": add(db, "zzz-first", reward=9.0, kl=0.0)}
+        for i in range(58):
+            out[f"mid-{i}"] = add(db, f"mid-{i:03d}", reward=0.5 + 0.001 * i, kl=0.1 + 0.001 * i)
+            if i == 30:
+                out["nothing"] = add(db, "mid-nothing")
+        out["last"] = add(db, "aaa-last", reward=-1.0, kl=5.0)
+        db.commit()
     return out
 
 
