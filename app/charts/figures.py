@@ -9,7 +9,7 @@ from typing import Any
 
 from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
 from app.charts.wall_clock import stamps, to_wall_clock
-from app.metrics.series import Series
+from app.metrics.series import Series, all_finite
 
 LAYOUT: dict[str, Any] = {
     "margin": {"l": 50, "r": 50, "t": 36, "b": 36},
@@ -67,12 +67,6 @@ def nonfinite_kind(value: float) -> str:
 RAW_HOVER = "%{y:.4~g} (raw)"
 BAND_HOVER = ("%{y:.4~g} (mean of %{customdata[2]} steps, band min-max "
               "%{customdata[0]:.4~g} to %{customdata[1]:.4~g})")
-
-
-def all_finite(values: Sequence[float]) -> bool:
-    """One C loop over the values (their sum); only a series that holds NaN/inf (or whose sum
-    overflows) is then walked value by value: a chart panel re-renders ~50k values."""
-    return math.isfinite(sum(values))
 
 
 def _finite(values: Sequence[float]) -> list[float | None]:

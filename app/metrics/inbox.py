@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.metrics.names import Row
+from app.metrics.series import all_finite
 
 NAME_MAX = 200  # metric_points.name's size
 
@@ -71,7 +72,7 @@ def storable(metrics: dict[str, float]) -> dict[str, float | str]:
         for name, value in metrics.items():
             cut[name[:NAME_MAX]] = value  # a later name that cuts the same wins, as in a row
         metrics = cut
-    if math.isfinite(sum(metrics.values())):  # one C loop; a finite overflow falls through too
+    if all_finite(metrics.values()):
         return metrics  # type: ignore[return-value]
     return {k: v if math.isfinite(v) else repr(v) for k, v in metrics.items()}
 
