@@ -35,8 +35,8 @@ class WorkerSettings(BaseSettings):
         "waiting)")
     warm_start: bool = Field(
         True, description="a pool process imports the training stack once and forks each run's "
-        "training child from itself (~10 s of CPU less per run start); false: a fresh "
-        "interpreter per run (worker.training.warm)")
+        "training child and each dry run's sampling child from itself (~10 s of CPU less per "
+        "start); false: a fresh interpreter for each (worker.training.warm)")
     shutdown_grace_seconds: float = Field(
         45.0, gt=0, description="after SIGTERM (or Ctrl-C) the worker stops its running tasks "
         "(each training child gets cancel_grace_seconds) and has ended after this long at the "

@@ -35,6 +35,7 @@ from worker.supervise import Child, error_line, kill_group, redact_paths, superv
 from worker.training import child as training_child
 from worker.training import warm
 from worker.training.child import SUPERVISOR_ENV, TOKEN_ENV
+from worker.training.environment import QUIET_INTEGRATIONS
 from worker.training.multi import multi_process_command
 from worker.training.ranks import first_failure
 
@@ -43,10 +44,6 @@ log = logging.getLogger(__name__)
 REPLAY_CHUNK = 500
 ROLLOUT_REPLAY_CHUNK = 10  # captured steps per POST (~0.3 MB each by default; 8 MB allowed)
 CLAIM_RETRY_SECONDS = 30
-# The child trains with ``report_to="none"`` (it reports to the Deck), yet importing TRL imports
-# MLflow wherever it is installed (``trl.extras.profiling``): ~1 s of CPU per run start. This is
-# transformers' own switch for it.
-QUIET_INTEGRATIONS = {"DISABLE_MLFLOW_INTEGRATION": "TRUE"}
 
 
 def _child_args(run_id: int, spec_path: str, report_url: str, output_dir: str,

@@ -11,6 +11,12 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+# A child trains with ``report_to="none"`` (it reports to the Deck) and a dry run trains nothing,
+# yet importing TRL imports MLflow wherever it is installed (``trl.extras.profiling``): ~1 s of
+# CPU per start. This is transformers' own switch for it, set for every import of the training
+# stack (a fresh child's environment, a pool process's warm preload).
+QUIET_INTEGRATIONS = {"DISABLE_MLFLOW_INTEGRATION": "TRUE"}
+
 
 @contextmanager
 def environment(values: Mapping[str, str]) -> Iterator[None]:
