@@ -5,12 +5,13 @@ The Celery task (``grpodeck.dry_run``, sent by name from the web app) runs the s
 child process that dies with the worker (``lifeline``): a model that exhausts memory or a reward
 that crashes the interpreter takes the child down, not the worker. The child is forked warm from
 the pool process once that has the training stack imported (``worker.training.warm``, as a
-training run's child is): a person waiting on the form for a dry run gets it in ~2 s instead of
-~9 s of importing torch, transformers and TRL on every dry run (measured on the tiny model, 2
-CPUs). The pool process's first dry run or run imports the stack, pinging meanwhile; a worker
-that cannot or may not fork starts ``python -m worker.dry_run``, a fresh interpreter. Either
-way the built-ins' offline switches apply (``_offline_if_builtin``). A reward that raises is
-not a failure of the dry run: its traceback is the answer, with whatever was scored before.
+training run's child is): a person waiting on the form gets a dry run in ~1 s instead of ~7 s,
+most of which was importing torch, transformers and TRL again (launch to answer through a real
+stack, tiny model, 2 CPUs: docs/deploying.md). The pool process's first dry run or run imports
+the stack, pinging meanwhile; a worker that cannot or may not fork starts ``python -m
+worker.dry_run``, a fresh interpreter. Either way the built-ins' offline switches apply
+(``_offline_if_builtin``). A reward that raises is not a failure of the dry run: its traceback
+is the answer, with whatever was scored before.
 """
 
 from __future__ import annotations
