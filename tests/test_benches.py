@@ -44,7 +44,8 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     "diagnose_real_logs.py": (["{real_logs}"], r"\d+/\d+ simulated logs agree"),
     "diagnostics_speed.py": ([], r"same verdict/categories: True"),
     "drills.py": ([], r"\| web down 3 s mid-run \| succeeded / succeeded \| (\d+) / \1 \| 0 \| pass"),
-    "dry_run_time.py": ([], r"builtin:tiny-random +1 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+"),
+    "dry_run_time.py": ([], (r"builtin:tiny-random +1 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+"
+                             r"[\s\S]*warm: first [\d.]+ s .*later median [\d.]+ s")),
     "easy_python_baseline.py": ([], r"mean unit_tests reward [\d.]+"),
     "failing_runs.py": ([], r"short_completions: .*short_completions\.jsonl \([1-9]\d* rows\)"),
     "gpu_check.py": ([], r"GRPO Deck overhead: [-+][\d.]+%"),

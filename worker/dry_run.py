@@ -7,7 +7,7 @@ that crashes the interpreter takes the child down, not the worker. The child is 
 the pool process once that has the training stack imported (``worker.training.warm``, as a
 training run's child is): a person waiting on the form gets a dry run in ~1 s instead of ~7 s,
 most of which was importing torch, transformers and TRL again (launch to answer through a real
-stack, tiny model, 2 CPUs: docs/deploying.md). The pool process's first dry run or run imports
+stack, tiny model, 2 CPUs: bench/dry_run_time.py). The pool process's first dry run or run imports
 the stack, pinging meanwhile; a worker that cannot or may not fork starts ``python -m
 worker.dry_run``, a fresh interpreter. Either way the built-ins' offline switches apply
 (``_offline_if_builtin``). A reward that raises is not a failure of the dry run: its traceback
