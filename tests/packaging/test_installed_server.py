@@ -144,6 +144,17 @@ def test_a_wheel_outside_the_checkout_migrates_serves_and_trains_a_tiny_run(deck
     series = httpx.get(f"{deck.url}/api/runs/{run_id}/metrics", timeout=10).json()
     assert series["reward"]["steps"] == [1, 2]
     assert (deck.home / "runs" / str(run_id)).is_dir()  # the worker's folders: GRPODECK_HOME too
+    # A dry run after the run: its pool process has the training stack imported, so the
+    # installed package's sampling child is forked warm (worker.dry_run from site-packages).
+    posted = httpx.post(f"{deck.url}/api/dry-runs", params={"prompts": 2}, timeout=30,
+                        json=tiny_spec(name="dry-from-wheel"))
+    assert posted.status_code == 202, posted.text
+    while (dry := httpx.get(f"{deck.url}/api/dry-runs/{posted.json()['id']}",
+                            timeout=10).json())["status"] == "queued":
+        assert time.monotonic() < deadline, deck.log("worker")
+        time.sleep(0.5)
+    assert dry["status"] == "done", (dry, deck.log("worker"))
+    assert dry["result"]["groups"] == 2 and dry["rewards"]["length_target"]["count"] == 8
     assert deck.procs["scheduler"].poll() is None, deck.log("scheduler")
 
 
