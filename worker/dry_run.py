@@ -40,7 +40,6 @@ from worker.settings import get_settings
 from worker.supervise import Child, redact_paths, tail
 from worker.training import warm
 from worker.training.child import SUPERVISOR_ENV
-from worker.training.environment import QUIET_INTEGRATIONS
 
 log = logging.getLogger(__name__)
 
@@ -242,8 +241,7 @@ def _start_child(args: list[str], stdout: IO[bytes], stderr: IO[bytes],
     interpreter. It dies with this process either way (``main`` ties it)."""
     command = [sys.executable, "-m", "worker.dry_run", *args]
     env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
-    if (get_settings().warm_start and warm.can_fork()
-            and warm.preload(QUIET_INTEGRATIONS, ping, every)):
+    if warm.ready(ping, every):
         return warm.fork_child(main, args, env, stdout, stderr, program=__file__, title=command)
     return subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
 

@@ -150,9 +150,7 @@ def _may_fork(client: RunClient, shipper: LogShipper) -> bool:
     """Whether this pool process can fork the run's child warm (``worker.training.warm``): it
     may and can, and has the training stack imported (its first run imports it here, polling
     the server meanwhile as supervising does)."""
-    settings = get_settings()
-    return settings.warm_start and warm.can_fork() and warm.preload(
-        QUIET_INTEGRATIONS, lambda: _poll(client, shipper), settings.control_poll_seconds)
+    return warm.ready(lambda: _poll(client, shipper), get_settings().control_poll_seconds)
 
 
 def _start_child(command: list[str], child_args: list[str] | None, env: dict[str, str],

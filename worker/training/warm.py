@@ -35,6 +35,8 @@ from typing import IO
 
 import setproctitle
 
+from worker.settings import get_settings
+from worker.training.environment import QUIET_INTEGRATIONS
 from worker.training.environment import environment as temporary_environment
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,14 @@ _preloaded = False
 
 def can_fork() -> bool:
     return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
+def ready(tick: Callable[[], object], every: float) -> bool:
+    """Whether this pool process forks its next child warm (a run's training child, a dry run's
+    sampling child): warm starts on (``GRPODECK_WARM_START``), fork available, and the training
+    stack imported, by this call the first time (``preload``, with transformers' integration
+    switches, calling ``tick`` every ``every`` seconds meanwhile)."""
+    return get_settings().warm_start and can_fork() and preload(QUIET_INTEGRATIONS, tick, every)
 
 
 def preload(environment: Mapping[str, str], tick: Callable[[], object],
