@@ -5,9 +5,11 @@ over faint raw points, markers only on short lines, a unified hover, one x-range
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.test_charts_stay_put import drag_zoom, report
 from tests.e2e.test_rollouts_in_browser import reporting_run
@@ -35,6 +37,25 @@ def rows(steps: range) -> list[dict]:
     return [{"step": s, "metrics": {
         "reward": (s % 7) / 10, "loss": 0.5, "kl": 0.001 * s, "grad_norm": 1.0 + s % 3,
         "reward_std": 0.2, "frac_reward_zero_std": 0.25, "entropy": 1.0}} for s in steps]
+
+
+def double_click_reset(page: Page, chart_id: str, deadline_s: float = 60) -> None:
+    """Double-click a chart's plot area, as a reader does to show every step again, until that
+    chart took it as a double-click. Plotly counts one by the time between the two mousedowns
+    as its handlers run (``doubleClickDelay``, 300 ms); the driver sends the four mouse events
+    one after another, each acknowledged, and on a loaded machine (CI, load 10) the second
+    mousedown reached the page later than that: plotly read two single clicks, which do
+    nothing in zoom mode. The clicked chart's own reset tells such a missed gesture (tried
+    again) from linked charts that failed to follow (the caller's wait fails on those)."""
+    reset = f"() => document.getElementById('{chart_id}').layout.xaxis.autorange === true"
+    deadline = time.monotonic() + deadline_s
+    while True:
+        page.locator(f"#{chart_id} .nsewdrag").first.dblclick()
+        try:
+            page.wait_for_function(reset, timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            assert time.monotonic() < deadline, f"{chart_id} never took a double-click"
 
 
 def chart(page: Page, key: str, expr: str):  # type: ignore[no-untyped-def]
@@ -126,8 +147,9 @@ def test_shared_x_range_toggle_and_remembered_log_scale(page: Page, live: Stack)
     page.wait_for_function("() => { const a = document.getElementById('chart-reward').layout.xaxis;"
                            " const b = document.getElementById('chart-kl').layout.xaxis;"
                            " return !a.autorange && a.range[0] === b.range[0] && a.range[1] === b.range[1]; }")
-    page.locator("#chart-reward .nsewdrag").first.dblclick()
-    page.wait_for_function("() => document.getElementById('chart-kl').layout.xaxis.autorange === true")
+    double_click_reset(page, "chart-reward")
+    page.wait_for_function("() => document.getElementById('chart-kl').layout.xaxis.autorange === true",
+                           timeout=10_000)
     # unlinked: the zoom stays on its chart
     page.locator("#chart-link-x").uncheck()
     drag_zoom(page, "chart-reward", 0.3, 0.6)
