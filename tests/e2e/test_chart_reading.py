@@ -148,8 +148,7 @@ def test_shared_x_range_toggle_and_remembered_log_scale(page: Page, live: Stack)
                            " const b = document.getElementById('chart-kl').layout.xaxis;"
                            " return !a.autorange && a.range[0] === b.range[0] && a.range[1] === b.range[1]; }")
     double_click_reset(page, "chart-reward")
-    page.wait_for_function("() => document.getElementById('chart-kl').layout.xaxis.autorange === true",
-                           timeout=10_000)
+    page.wait_for_function("() => document.getElementById('chart-kl').layout.xaxis.autorange === true")
     # unlinked: the zoom stays on its chart
     page.locator("#chart-link-x").uncheck()
     drag_zoom(page, "chart-reward", 0.3, 0.6)
