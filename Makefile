@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test test-fast setup setup-test lint bench mutation docs docs-build
+.PHONY: run test test-fast test-cpu setup setup-test lint bench mutation docs docs-build
 
 run: setup
 	$(VENV)/bin/grpodeck up
@@ -21,6 +21,13 @@ test: setup setup-test lint
 # browsers, packaging venvs, `grpodeck up`, the bench smoke runs). `make test` runs them all.
 test-fast: setup lint
 	$(PY) -m pytest -q -n 2 --dist loadscope --durations=10 -m "not live"
+
+# Where the suite's CPU goes (tests/cpu_accounting.py): `make test`'s run with each test's CPU,
+# its processes included, logged to var/test-cpu.jsonl, then the modules by CPU.
+test-cpu: setup setup-test
+	rm -f var/test-cpu.jsonl
+	$(PY) -m pytest -q -n 4 --dist loadscope --cpu-log var/test-cpu.jsonl; status=$$?; \
+	$(PY) -m tests.cpu_accounting var/test-cpu.jsonl; exit $$status
 
 setup: $(VENV)/.installed node_modules/.installed
 
