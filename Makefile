@@ -26,7 +26,7 @@ test-fast: setup lint
 # its processes included, logged to var/test-cpu.jsonl, then the modules by CPU.
 test-cpu: setup setup-test
 	rm -f var/test-cpu.jsonl
-	$(PY) -m pytest -q -n 4 --dist loadscope --cpu-log var/test-cpu.jsonl; status=$$?; \
+	$(PY) -m pytest -q -n 4 --dist loadscope -p tests.cpu_accounting --cpu-log=var/test-cpu.jsonl; status=$$?; \
 	$(PY) -m tests.cpu_accounting var/test-cpu.jsonl; exit $$status
 
 setup: $(VENV)/.installed node_modules/.installed

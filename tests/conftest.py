@@ -37,7 +37,7 @@ from tests.scheduling import (
 )
 
 # A report holding a lone surrogate must not end the run (tests/report_text.py).
-pytest_plugins = ["tests.report_text", "tests.cpu_accounting"]
+pytest_plugins = ["tests.report_text"]
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # The tests assert findings batch by batch, so the detectors run on every batch here (servers
 # the tests start inherit this); tests/app/test_perf_ingest.py covers the production rate bound.

@@ -12,9 +12,13 @@ time of every descendant still running. A module-scoped stack's processes are co
 they run, so a module's total is its cost; a process that leaves the tree before it is reaped
 (one reparented when its parent is killed first) is not counted.
 
-``.venv/bin/python -m pytest -n 4 --cpu-log var/test-cpu.jsonl`` writes one JSON line per test
-(each worker appends its own); ``python -m tests.cpu_accounting var/test-cpu.jsonl`` prints the
-modules by CPU, then the costliest tests.
+``.venv/bin/python -m pytest -n 4 -p tests.cpu_accounting --cpu-log=var/test-cpu.jsonl`` writes
+one JSON line per test (each worker appends its own); ``python -m tests.cpu_accounting
+var/test-cpu.jsonl`` prints the modules by CPU, then the costliest tests (``make test-cpu`` does
+both). The plugin is named with ``-p``, not by the root conftest: an xdist worker parses its
+options before it reads the conftest, and refused ``--cpu-log`` there. The option is written as
+one ``--cpu-log=PATH`` word: as two words naming a path outside the checkout, the workers ran
+without the checkout's ini (pytest warned of its markers as unknown).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_each_test_is_charged_the_cpu_of_its_processes_once(tmp_path: Path) -> N
     log = tmp_path / "cpu.jsonl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "tests.cpu_accounting", "--cpu-log", str(log), "-p", "no:randomly",
+                           "-p", "tests.cpu_accounting", f"--cpu-log={log}", "-p", "no:randomly",
                            "test_nested.py"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
