@@ -77,8 +77,10 @@ class FastRoute:
 def store(route: FastRoute, match: re.Match[str], scope: Scope, headers: Headers,
           body: bytes) -> bytes | Handover:
     """The route's work on a worker thread (one trip, as the regular route's own), with a
-    session closed afterwards (the work ended its transaction): a refusal goes the regular way,
-    a lock wait is BUSY, any other database error goes the regular way."""
+    session closed afterwards (the work ended its transaction, or closing rolls it back): a
+    refusal goes the regular way, a lock wait is BUSY, any other error goes the regular way,
+    which answers it in its usual shape (the fast path stands in front of FastAPI's error
+    middleware, ``app.main.DeckApp``)."""
     try:
         with get_sessionmaker()() as session:
             return route.work(match, scope, headers, body, session)
@@ -86,10 +88,14 @@ def store(route: FastRoute, match: re.Match[str], scope: Scope, headers: Headers
         return Handover.REGULAR
     except DBAPIError as exc:
         return Handover.BUSY if is_lock_wait(exc) else Handover.REGULAR
+    except Exception:
+        log.exception("fast path: POST %s failed; the regular app answers it", scope["path"])
+        return Handover.REGULAR
 
 
 class FastPath:
-    """ASGI middleware, outside every other one but the forwarded-headers one."""
+    """ASGI middleware: the front door of ``app.main.DeckApp``, behind only the
+    forwarded-headers check, in front of FastAPI's entrance and every middleware."""
 
     def __init__(self, app: ASGIApp, routes: Sequence[FastRoute]) -> None:
         self.app = app
