@@ -60,12 +60,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def tree_cpu(process: psutil.Process) -> float:
     """CPU seconds of ``process``, of its reaped children and of its live descendants."""
-    times = process.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in process.children(recursive=True):
+    total = 0.0
+    for member in (process, *process.children(recursive=True)):
         try:
-            times = child.cpu_times()
-        except psutil.Error:  # ended between the listing and now: its parent reaps it
+            times = member.cpu_times()
+        except psutil.Error:  # a child ended between the listing and now: its parent reaps it
             continue
         total += times.user + times.system + times.children_user + times.children_system
     return total

@@ -55,13 +55,12 @@ def test_each_test_is_charged_the_cpu_of_its_processes_once(tmp_path: Path) -> N
                            "test_nested.py"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    cpu = {json.loads(line)["test"].split("::")[1]: json.loads(line)["cpu"]
-           for line in log.read_text().splitlines()}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    cpu = {line["test"].split("::")[1]: line["cpu"] for line in lines}
     assert cpu["test_burns_in_a_finished_child"] >= BURN_S * 0.8, cpu
     assert cpu["test_burns_in_a_running_child"] >= BURN_S * 0.8, cpu
     assert cpu["test_reaps_the_running_child"] < BURN_S / 2, cpu  # counted already, not again
     assert cpu["test_idle"] < BURN_S / 2, cpu
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
     report = summary(lines)
     assert f"{len(lines)} tests" in report and "test_nested.py" in report
     costliest = report.splitlines()[-len(lines)]  # the tests' list, costliest first
