@@ -24,6 +24,12 @@ SPIKE_METRICS = ("kl", "grad_norm")
 SPIKE_RATIO = 10.0  # a spike is an order of magnitude above the typical value ...
 SPIKE_K = 8.0  # ... and far outside the robust spread, so ordinary noise never qualifies
 SPIKE_MIN_REF = 8  # need this many positive reference values before calling anything a spike
+# ... and a spike must also clear an absolute floor (issue 54): against a KL estimator that
+# hovers around 0 (its few positive values tiny) or a grad norm of 1e-4 (no reward spread, no
+# gradient), "ten times the typical value" is still nothing. KL: a tenth of a nat per token is
+# where a single step starts to move the policy visibly; grad norm: 1.0 is TRL's default
+# max_grad_norm, below which no step was clipped, so no step was larger than a normal one.
+SPIKE_FLOOR = {"kl": 0.1, "grad_norm": 1.0}
 RING = 32  # raw recent values kept as the spike reference (adapts to level shifts)
 ISOLATED_MAX_ROWS = 2
 MAX_EPISODES = 64  # keep the latest episodes (plus totals) so the state stays small
@@ -74,7 +80,7 @@ class MetricHistory:
         self.gmin = lo if self.gmin is None else min(self.gmin, lo)
         self.gmax = hi if self.gmax is None else max(self.gmax, hi)
         if name in SPIKE_METRICS:
-            ok = self._judge_spikes(steps, values)
+            ok = self._judge_spikes(steps, values, SPIKE_FLOOR[name])
             self._bucket(steps[ok], values[ok])
         else:
             self._bucket(steps, values)
@@ -84,14 +90,14 @@ class MetricHistory:
         self.nonfinite = [n + len(steps), int(steps[0]) if first is None else first,
                           int(steps[-1]), example if example is not None else str(values[0])]
 
-    def _judge_spikes(self, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    def _judge_spikes(self, steps: np.ndarray, values: np.ndarray, floor: float) -> np.ndarray:
         """Boolean mask of points to bucket; elevated points become episode rows.
 
         Each point is judged against the ``RING`` raw values logged just before it, whatever
         batch it came in: the verdict on a point (and so the whole history) is the same for one
         row per request, any batch size, or a one-shot import (issue 31)."""
         allv = np.concatenate([np.asarray(self.ring, float), values])
-        elevated = _elevated(allv, len(allv) - len(values))
+        elevated = _elevated(allv, len(allv) - len(values), floor)
         self.ring = [float(x) for x in allv[-RING:]]
         idx = np.flatnonzero(elevated)
         if len(idx) == 0:
@@ -211,11 +217,11 @@ def _row_median(sorted_rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (sorted_rows[rows, (counts - 1) // 2] + sorted_rows[rows, counts // 2]) / 2
 
 
-def _elevated(allv: np.ndarray, start: int) -> np.ndarray:
+def _elevated(allv: np.ndarray, start: int, floor: float = 0.0) -> np.ndarray:
     """For each of ``allv[start:]``: is it a spike against the positive values among the
     ``RING`` values before it? (an order of magnitude above their median and ``SPIKE_K``
-    robust standard deviations above it; no verdict before ``SPIKE_MIN_REF`` positive
-    references)."""
+    robust standard deviations above it, and above ``floor``; no verdict before
+    ``SPIKE_MIN_REF`` positive references)."""
     n = len(allv) - start
     out = np.zeros(n, bool)
     if n == 0:
@@ -235,5 +241,5 @@ def _elevated(allv: np.ndarray, start: int) -> np.ndarray:
     iqr = w[rows, (3 * (c - 1)) // 4] - w[rows, (c - 1) // 4]
     sig = np.maximum(1.4826 * _row_median(dev, c), iqr / 1.349)
     v = allv[start:][judged]
-    out[judged] = (v > SPIKE_RATIO * typ) & (v > typ + SPIKE_K * sig)
+    out[judged] = (v > SPIKE_RATIO * typ) & (v > typ + SPIKE_K * sig) & (v > floor)
     return out

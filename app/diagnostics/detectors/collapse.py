@@ -19,6 +19,15 @@ DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of
 LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
 STAY_FRAC = 0.8  # 80% of recent smoothed points sit below the midpoint between best and now
 #                   (smoothed: on a noisy reward single raw points cross it, issue 23)
+POINT_NOISE_MIN = 1.0  # ... and at least one noise sigma of a single point (issue 54): a
+#                       smoothed median over many points has a tiny standard error, so a reward
+#                       of 0.033 drifting to 0.023 under per-step noise of 0.015 passed the
+#                       DROP_SIGMA test; a collapse is a move a person sees on the raw curve
+SCALE_SHARE_MIN = 0.05  # ... and 5% of the reward's scale: [0, max(observed max, 1)] for a
+#                        reward that is never negative (1 = the usual pass, as zero_spread reads
+#                        it), its observed range otherwise; 0.047 -> 0.023 on a 0/1 reward is a
+#                        run that never learned, not one that lost what it learned
+PASS_REWARD = 1.0
 CRITICAL_LOST_FRAC = 0.8  # critical: it fell most of the way back (>= 80% of the gain lost)
 STAY_SIGMA = 3.0  # ... or their median sits this many standard errors below it
 RECENT_FRAC = 0.15  # "now" = the last 15% of the run: short, so a fresh fall shows quickly
@@ -41,6 +50,15 @@ def _stays(s: Series, smooth: np.ndarray, rec: np.ndarray, mid: float) -> bool:
     return mid - med(rec) >= STAY_SIGMA * se
 
 
+def reward_scale(view: View) -> float:
+    """The reward's scale: [0, max(observed max, 1)] when it is never negative, else its
+    observed range."""
+    h = view.hist(METRIC)
+    if h is None or h.gmin is None:
+        return 0.0
+    return max(h.gmax, PASS_REWARD) if h.gmin >= 0 else h.gmax - h.gmin
+
+
 def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
@@ -54,9 +72,11 @@ def detect(view: View) -> list[Finding]:
     best, best_step = float(smooth[ib]), round(s.steps[ib])
     rec, base = recent(s, RECENT_FRAC), med(early(s))
     now = med(rec)
-    sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
+    point_sigma = noise_sigma(s.values) or NO_NOISE
+    sigma = point_sigma * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
+            or drop < POINT_NOISE_MIN * point_sigma or drop < SCALE_SHARE_MIN * reward_scale(view)
             or drop < LOST_GAIN_FRAC * gained or not _stays(s, smooth, rec, best - drop / 2)):
         return []
     lost = drop / (best - base) if best > base else float("inf")

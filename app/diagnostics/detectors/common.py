@@ -48,6 +48,9 @@ def task_reward(view: View) -> Series | None:
 
 SPIKE_WARN_COUNT = 3  # one or two isolated spikes happen in healthy runs; repeated ones do not
 SPIKE_SHOWN = 5  # the largest spikes listed in the evidence; the count covers all of them
+ABOVE_TYPICAL = 2.0  # a spike also clears twice the run's typical level (issue 54): a point
+#                      on KL's early rise from 0 is far above the tiny values before it, yet
+#                      below where the run settles; it is the ramp, not a spike
 
 
 @dataclass(frozen=True)
@@ -85,12 +88,13 @@ def spike_summary(view: View, metric: str) -> SpikeSummary | None:
     h = view.hist(metric)
     if h is None:
         return None
-    iso = [e for e in h.all_episodes() if e[2] <= ISOLATED_MAX_ROWS]
+    s = view.series(metric)
+    typical = med(s.values) if s is not None else float("nan")
+    iso = [e for e in h.all_episodes() if e[2] <= ISOLATED_MAX_ROWS
+           and not e[3] <= ABOVE_TYPICAL * typical]
     n = len(iso) + h.n_isolated_closed
     if n == 0:
         return None
-    s = view.series(metric)
-    typical = med(s.values) if s is not None else float("nan")
     top = sorted(iso, key=lambda e: -e[3])[:SPIKE_SHOWN]
     return SpikeSummary(
         count=n, first_step=int(iso[0][0]) if iso else int(h.first_step),
