@@ -141,15 +141,18 @@ def test_truncation_without_growth_is_its_own_category(b):
     assert any("Raise max_completion_length" in a for a in f.actions)
 
 
-def test_truncation_after_growth_is_a_length_explosion(b):
+def test_truncation_after_growth_is_truncation_beside_the_explosion(b):
+    """Lengths that grew into the cap: the growth is a length explosion and the share cut at
+    the cap is truncation, each its own finding (issue 54: the share used to be folded into
+    the explosion and never shown)."""
     steps, c = b.healthy_cols(200, 10)
     t = steps / 200
     c["completions/mean_length"] = 150 + 650 * t + b.rng(11).normal(0, 10, len(steps))
     c["completions/clipped_ratio"] = np.clip(1.2 * t - 0.1, 0, 1)
     d = diagnose(b.rows_from(steps, **c), RunContext(max_completion_length=800))
-    assert "truncation" not in d.categories
-    assert {f.metric for f in d.findings if f.category == "length_explosion"} >= {
-        "completions/clipped_ratio"}
+    cut = finding(d, "truncation")
+    assert cut.metric == "completions/clipped_ratio" and cut.evidence["length_grew"] is True
+    assert finding(d, "length_explosion").metric == "completions/mean_length"
 
 
 def test_length_explosion_climbing_to_cap(b):

@@ -23,11 +23,16 @@ from app.diagnostics.view import Series, View
 
 LENGTH = "completions/mean_length"
 CLIPPED = "completions/clipped_ratio"
+MAX_LENGTH = "completions/max_length"
 MIN_PTS = 4
 MIN_STEPS = 10
-TRUNC_WARN = 0.5  # most completions hit max_completion_length: most rewards score cut text
+TRUNC_WARN = 0.12  # an eighth of completions cut at the cap: reported whatever the length did
+#                    (issue 54: 15-60% clipped in real runs went unreported next to the growth)
 TRUNC_CRITICAL = 0.95
 CAP_NEAR = 0.9  # mean length within 10% of the cap (when no clipped_ratio is logged)
+CAP_HIT = 0.99  # the longest completion "reaches the cap" within 1% of it ...
+AT_CAP_SHARE = 0.5  # ... on at least half of the recent steps
+HALF_CAP = 0.5  # warning when the mean is also past half the cap: many are cut, not one
 GROWTH = 2.0  # mean length doubled since the early steps, with a significant upward trend
 GROWTH_CAP_WARN = 0.7  # ... and already past 70% of the cap -> warning even if reward rises
 COLLAPSE_RATIO = 0.2  # below a fifth of the early length ...
@@ -65,33 +70,79 @@ def _grew(view: View) -> bool:
 
 def _cut(view: View, metric: str, severity: str, start: int, last: int, what: str,
          evidence: dict) -> Finding:
-    """Completions at the cap: ``length_explosion`` when they got there by growing,
-    ``truncation`` when they were cut from the start (raise the cap, ask for shorter answers)."""
+    """Completions at the cap are ``truncation`` whether they got there by growing or were cut
+    from the start (issue 54: the share cut is its own finding; the growth, when there is one,
+    is ``length_explosion`` beside it). The remedy differs, so the summary says which."""
     grew = _grew(view)
     return Finding(
-        category="length_explosion" if grew else "truncation", severity=severity,
-        first_step=start, last_step=last,
+        category="truncation", severity=severity, first_step=start, last_step=last,
         summary=what + (" Length grew into the cap." if grew else
                         " Length did not grow: the cap is too short for these answers."),
         evidence={**evidence, "length_grew": grew},
         actions=EXPLOSION_ACTIONS if grew else TRUNCATION_ACTIONS, metric=metric)
 
 
-def _truncation(view: View) -> list[Finding]:
+def _clipped(view: View) -> list[Finding]:
     c, cap = view.series(CLIPPED), view.context.max_completion_length
-    if c is not None and len(c) >= MIN_PTS and c.span >= MIN_STEPS:
-        now = med(recent(c, TRUNC_WINDOW))
-        if now < TRUNC_WARN:
-            return []
-        smooth = rolling_median(c.values, SMOOTH_PTS)
-        start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
-        return [_cut(
-            view, CLIPPED, "critical" if now >= TRUNC_CRITICAL else "warning", start, c.last,
-            f"{now:.0%} of completions are truncated at max_completion_length since step "
-            f"{start}: they do not terminate, so rewards score cut-off text.",
-            {"clipped_ratio_median": r3(now), "expected_below": TRUNC_WARN,
-             "max_completion_length": cap})]
+    if c is None or len(c) < MIN_PTS or c.span < MIN_STEPS:
+        return []
+    now = med(recent(c, TRUNC_WINDOW))
+    if now < TRUNC_WARN:
+        return []
+    smooth = rolling_median(c.values, SMOOTH_PTS)
+    start = run_start(c.steps, smooth >= TRUNC_WARN) or c.first
+    return [_cut(
+        view, CLIPPED, "critical" if now >= TRUNC_CRITICAL else "warning", start, c.last,
+        f"{now:.0%} of completions are truncated at max_completion_length since step "
+        f"{start}: they do not terminate, so rewards score cut-off text.",
+        {"clipped_ratio_median": r3(now), "expected_below": TRUNC_WARN,
+         "max_completion_length": cap})]
+
+
+def inferred_cap(view: View) -> float | None:
+    """The length cap: the run's ``max_completion_length`` when known, else the value the
+    longest completion sits at exactly (a whole number the per-step maximum equals on most of
+    the recent steps: only a cap stops a maximum at one value)."""
+    if view.context.max_completion_length:
+        return float(view.context.max_completion_length)
+    h = view.hist(MAX_LENGTH)
+    if h is None or h.gmax is None or len(h.cnt) < MIN_PTS or h.gmax != round(h.gmax):
+        return None
+    late = h.vmax[-max(MIN_PTS, int(len(h.vmax) * TRUNC_WINDOW)):]
+    return h.gmax if (late == h.gmax).mean() >= AT_CAP_SHARE else None
+
+
+def _longest_at_cap(view: View) -> list[Finding]:
+    """The longest completion reaches the cap on most recent steps: some completions of every
+    batch are cut, whatever the mean length did (no clipped ratio logged)."""
+    h, cap = view.hist(MAX_LENGTH), inferred_cap(view)
+    if h is None or not cap or len(h.cnt) < MIN_PTS:
+        return []
+    late = h.vmax[-max(MIN_PTS, int(len(h.vmax) * TRUNC_WINDOW)):]
+    share = float((late >= CAP_HIT * cap).mean())
+    if share < AT_CAP_SHARE:
+        return []
+    at = h.vmax >= CAP_HIT * cap
+    first = int(h.keys[int(np.argmax(at))] * h.width) if at.any() else h.first_step
     s = view.series(LENGTH)
+    mean_share = med(recent(s)) / cap if s is not None and len(s) else None
+    severity = "warning" if mean_share is None or mean_share >= HALF_CAP else "info"
+    return [_cut(
+        view, MAX_LENGTH, severity, max(first, h.first_step), h.last_step,
+        f"The longest completion reaches the length cap ({cap:.0f}) on {share:.0%} of recent "
+        "steps: some completions of every batch are cut off.",
+        {"steps_at_cap_share": r3(share), "length_cap": cap,
+         "recent_mean_length_share_of_cap": r3(mean_share) if mean_share else None})]
+
+
+def _truncation(view: View) -> list[Finding]:
+    found = _clipped(view)
+    if found or view.series(CLIPPED) is not None:
+        return found
+    found = _longest_at_cap(view)
+    if found:
+        return found
+    s, cap = view.series(LENGTH), view.context.max_completion_length
     if cap and s is not None and len(s) >= MIN_PTS and med(recent(s)) >= CAP_NEAR * cap:
         now = med(recent(s))
         return [_cut(
@@ -179,7 +230,8 @@ def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Findi
                   "sudden": sudden, "truncation_disappeared": finished},
         actions=COLLAPSE_ACTIONS, metric=LENGTH)
 
-DETECTORS = (Detector("truncation", (CLIPPED, LENGTH), _truncation),
+DETECTORS = (Detector("truncation", (CLIPPED, LENGTH, MAX_LENGTH), _truncation,
+                      needs=(CLIPPED, LENGTH, MAX_LENGTH)),
              Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))
 
 
