@@ -8,7 +8,7 @@ Without a reward metric none of the reward checks ran, so the verdict cannot be 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
 
 from app.diagnostics.detector import COMPONENTS, Detector
@@ -31,12 +31,28 @@ def reward_read(diagnosis: Diagnosis) -> bool:
     return has_reward(diagnosis.metrics) or not known
 
 
-def unchecked(detectors: Iterable[Detector], names: Iterable[str]) -> dict[str, str]:
-    """{check name: the metric it needs} for every check none of whose needs was read
-    (a bare function standing in for a detector, as tests plant, declares nothing)."""
+def unchecked(detectors: Iterable[Detector], names: Iterable[str],
+              extent: Callable[[Detector], tuple[int, int]] | None = None) -> dict[str, str]:
+    """{check name: the metric it needs} for every check none of whose needs was read, and
+    {check name: why the run is too short} for a check whose metric was read over fewer steps
+    or rows than its rule judges (``extent(detector)`` gives its needed metric's (span, rows));
+    a bare function standing in for a detector, as tests plant, declares nothing."""
     read = frozenset(names)
-    return {d.name: " or ".join(d.required) for d in detectors
-            if isinstance(d, Detector) and not d.can_check(read)}
+    out = {}
+    for d in detectors:
+        if not isinstance(d, Detector):
+            continue
+        if not d.can_check(read):
+            out[d.name] = " or ".join(d.required)
+        elif extent is not None and (short := d.too_short(*extent(d))):
+            out[d.name] = short
+    return out
+
+
+def explain(value: str) -> str:
+    """An ``unchecked`` entry in words: a too-short reason as it is ("39 steps; needs 50"),
+    a missing metric as "needs reward"."""
+    return value if value[:1].isdigit() else f"needs {value}"
 
 
 def reason(keys: Iterable[str]) -> str:

@@ -31,6 +31,11 @@ class Detector:
     reads: tuple[str, ...]
     fn: Callable  # (View) -> list[Finding]
     needs: tuple[str, ...] = ()
+    # The least a run must span (steps) and hold (logged rows of the needed metric) for this
+    # check's rule to judge it; a shorter run lists the check as unchecked with the reason
+    # ("39 steps; needs 50"), so a short run is never silently healthy (issue 54).
+    min_steps: int = 0
+    min_points: int = 0
 
     def __call__(self, view) -> list[Finding]:
         return self.fn(view)
@@ -49,6 +54,15 @@ class Detector:
         """True when some metric in ``names`` (canonical names read) meets ``required``."""
         return any(n == r or ("*" in r and fnmatchcase(n, r)) for r in self.required
                    for n in names)
+
+
+    def too_short(self, span: int, rows: int) -> str | None:
+        """Why a run of ``span`` steps and ``rows`` rows is too short for this check, or None."""
+        if self.min_steps and span < self.min_steps:
+            return f"{span} steps; needs {self.min_steps}"
+        if self.min_points and rows < self.min_points:
+            return f"{rows} rows; needs {self.min_points}"
+        return None
 
 
 class UndeclaredMetric(KeyError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from app.diagnostics.coverage import explain
 from app.diagnostics.model import Diagnosis
 
 _MARK = {"info": "i", "warning": "!", "critical": "!!"}
@@ -21,8 +22,8 @@ def coverage_lines(diagnosis: Diagnosis) -> list[str]:
     nothing for a diagnosis built from findings alone, which knows no coverage."""
     if not (diagnosis.metrics or diagnosis.unchecked or diagnosis.reason):
         return []
-    missing = "; ".join(f"{check} (needs {metric})"
-                        for check, metric in sorted(diagnosis.unchecked.items()))
+    missing = "; ".join(f"{check} ({explain(value)})"
+                        for check, value in sorted(diagnosis.unchecked.items()))
     lines = [f"Checked: {', '.join(diagnosis.metrics) or 'nothing (no known metric read)'}",
              f"Could not check: {missing or 'nothing'}"]
     return ([f"Why unknown: {diagnosis.reason}"] if diagnosis.reason else []) + lines

@@ -209,11 +209,20 @@ class DiagnosticsState:
         read = sorted(n for n, h in self.metrics.items()
                       if h.first_step is not None and not n.startswith(DERIVED))
         diagnosis.metrics = read
-        diagnosis.unchecked = coverage.unchecked(DETECTORS, read)
+        diagnosis.unchecked = coverage.unchecked(DETECTORS, read, self._extent)
         if not coverage.has_reward(read) and diagnosis.verdict == "healthy":
             diagnosis.verdict = coverage.UNKNOWN
             diagnosis.reason = coverage.reason(self.keys)
         return diagnosis
+
+    def _extent(self, det: Detector) -> tuple[int, int]:
+        """(steps covered, first to last inclusive; rows logged) of the longest-logged metric
+        ``det`` needs."""
+        best = (0, 0)
+        for name, h in self.metrics.items():
+            if h.first_step is not None and det.can_check({name}):
+                best = max(best, (h.last_step - h.first_step + 1, h.n_rows))
+        return best
 
     def _run_isolated(self, det: Detector, view: View) -> list[Finding]:
         """One detector's findings; if it raises, an ``internal_error`` note instead.

@@ -25,7 +25,8 @@ def test_a_constant_component_is_dead_and_says_its_value() -> None:
     (f,) = found(run(10, **{"rewards/fmt/mean": np.full(10, 0.7)}), "dead_reward_component")
     assert (f.severity, f.first_step, f.last_step, f.metric) == ("info", 1, 10,
                                                                  "rewards/fmt/mean")
-    assert f.evidence == {"component": "fmt", "constant_value": 0.7, "rows": 10}
+    assert f.evidence == {"component": "fmt", "constant_value": 0.7, "rows": 10,
+                          "task_reward_at_floor": False}
     assert f.summary == ("Reward component 'fmt' was 0.7 on every step: it never varies, so "
                          "it contributes no learning signal.")
 

@@ -61,8 +61,8 @@ def reward_scale(view: View) -> float:
 
 def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
-    if s is None or len(s) < MIN_PTS or s.span < MIN_STEPS:
-        return []
+    if s is None or len(s) < MIN_PTS or s.span + 1 < MIN_STEPS:
+        return []  # too short: listed as unchecked with the reason (the declaration below)
     k = max(SMOOTH_MIN, (len(s) // SMOOTH_DIV) | 1)
     smooth = rolling_median(s.values, k)
     h = k // 2 if len(s) > 2 * (k // 2) + 1 else 0
@@ -95,4 +95,5 @@ def detect(view: View) -> list[Finding]:
         actions=ACTIONS, metric=METRIC)]
 
 
-DETECTORS = (Detector("reward_collapse", (METRIC,), detect),)
+DETECTORS = (Detector("reward_collapse", (METRIC,), detect, min_steps=MIN_STEPS,
+                      min_points=MIN_PTS),)
