@@ -41,11 +41,18 @@ class AddReward:
     weight: float = 1.0
 
 
+def any_finding(evidence: Mapping[str, Any]) -> bool:
+    """A ``Fix`` that helps whatever its finding's evidence says."""
+    return True
+
+
 @dataclass(frozen=True)
 class Fix:
     """A category's settings fix: the first of ``options`` that applies and changes the run
     (one already at its bound, a reward it already has, falls through to the next); ``why``
-    says what it should do."""
+    says what it should do. ``helps(evidence)``: False where the finding's own figures predict
+    the change will not help (issue 54: a larger group for groups that all score exactly 0)."""
 
     why: str
     options: tuple[Scale | AddReward, ...]
+    helps: Callable[[Mapping[str, Any]], bool] = any_finding

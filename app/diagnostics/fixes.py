@@ -11,6 +11,7 @@ change says so (``assumed``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,11 +152,14 @@ def whole_groups(settings: Settings, change: Change) -> Change | None:
     return Change(BATCH, batch, groups * change.new)
 
 
-def propose(category: str, settings: Settings) -> Proposal | None:
+def propose(category: str, settings: Settings,
+            evidence: Mapping[str, Any] | None = None) -> Proposal | None:
     """The settings fix for a finding of ``category`` on a run with ``settings`` (a launched
-    run's spec, or what an outside run reported); None when the category has none or every
-    option is already at its bound."""
+    run's spec, or what an outside run reported); None when the category has none, every
+    option is already at its bound, or the finding's ``evidence`` predicts it will not help."""
     fix = FIXES.get(category)
+    if fix is not None and not fix.helps(evidence or {}):
+        return None
     change = _first_change(fix, settings) if fix else None
     if fix is None or change is None:
         return None

@@ -270,12 +270,15 @@ def _suppress_redundant(findings: list[Finding]) -> list[Finding]:
     """Drop 'stalled' where another finding explains the flat reward better: a saturated run
     (zero spread, all groups pass) cannot trend upward, a reward that rose and collapsed
     from its peak is a collapse (with its onset at the decline), not a stall, and a flat
-    total whose components pull apart is hacking (issue 31)."""
+    total whose components pull apart is hacking (issue 31). A reward that never varies is
+    "no reward signal", not zero spread or a stall (issue 54)."""
     explained = any((f.category == "zero_reward_spread" and f.evidence.get("kind") == "too_easy")
                     or (f.category == "reward_collapse" and f.severity != "info")
                     or (f.category == "reward_hacking" and f.evidence.get("explains_flat_total"))
                     for f in findings)
-    return [f for f in findings if not (explained and f.category == "stalled")]
+    no_signal = any(f.category == "no_reward_signal" for f in findings)
+    return [f for f in findings if not (explained and f.category == "stalled")
+            and not (no_signal and f.category in ("zero_reward_spread", "stalled"))]
 
 
 def diagnose(rows: list[tuple[int, dict]], context: RunContext | None = None) -> Diagnosis:

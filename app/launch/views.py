@@ -101,7 +101,7 @@ def fix_of(db: SessionDep, parent: Run | None, raw: int | None) -> Proposal | No
     record = db.get(FindingRecord, raw) if 0 < raw < 2**31 else None
     if parent is None or record is None or record.run_id != parent.id:
         raise HTTPException(404, f"finding {raw} is not a finding of the run this form clones")
-    proposal = propose(record.category, parent.spec)
+    proposal = propose(record.category, parent.spec, record.evidence)
     if proposal is None:
         raise HTTPException(409, f"a {record.category.replace('_', ' ')} finding has no change "
                                  "of settings to try (or it is already at its limit)")

@@ -57,7 +57,7 @@ def finding_extras(run: Run, groups: Sequence[Sequence[FindingRecord]]
     extras: dict[int, dict[str, Any]] = {}
     for group in groups:
         f = group[0]
-        fix = propose(f.category, run.spec or {}) if f.active else None
+        fix = propose(f.category, run.spec or {}, f.evidence) if f.active else None
         extras[f.id] = {"links": finding_links(run.id, f.id, f.first_step, f.last_step),
                         "fix": fix}
     return extras

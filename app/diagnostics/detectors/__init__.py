@@ -15,6 +15,7 @@ from app.diagnostics.detectors import (
     length,
     lost,
     memory,
+    no_signal,
     numerics,
     rollouts,
     stalled,
@@ -22,7 +23,7 @@ from app.diagnostics.detectors import (
 )
 from app.diagnostics.fix import Fix
 
-_MODULES = (zero_spread, stalled, entropy, kl, length, hacking, divergence, collapse, numerics,
+_MODULES = (no_signal, zero_spread, stalled, entropy, kl, length, hacking, divergence, collapse, numerics,
             dead_component, lost, rollouts, memory)
 DETECTORS: tuple[Detector, ...] = tuple(d for m in _MODULES for d in m.DETECTORS)
 # category -> its settings fix ("Try this fix"), declared by the module that finds it

@@ -115,7 +115,7 @@ def _blowup_of(view: View, name: str) -> Finding | None:
                  f"{first}" + (" and stays there: the optimiser steps are broken." if still
                                else "; it came back down, but those updates were broken.")),
         evidence={"metric": name, "peak": r3(peak), "early_typical": r3(typical),
-                  "threshold": r3(threshold), "buckets_above": int(len(above)) + len(peaks),
+                  "threshold": r3(threshold), "buckets_above": len(above) + len(peaks),
                   "expected_below": r3(threshold)},
         actions=ACTIONS, metric=name)
 

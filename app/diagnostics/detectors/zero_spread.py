@@ -63,10 +63,15 @@ ACTIONS = {
                  "Dry-run the reward functions on sample outputs: do they ever vary?"],
     "mixed": ["Increase num_generations", "Make the reward denser (partial credit)",
               "Check the reward functions return variation on sample outputs"],
+    "all_zero": ["Dry-run the reward functions on sample outputs: can they ever pay out?",
+                 "Use easier prompts or a curriculum that starts easier",
+                 "Add denser or shaped reward (partial credit, format reward)"],
 }
 WHAT = {"too_easy": "groups all pass (prompts too easy)",
         "too_hard": "groups all fail (prompts too hard)",
-        "mixed": "groups all score the same (some all pass, some all fail)"}
+        "mixed": "groups all score the same (some all pass, some all fail)",
+        "all_zero": "groups all score exactly 0 (no completion earns any reward: the task is "
+                    "too hard for this model, or the reward can never pay out)"}
 
 
 def derived_columns(cols: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -111,13 +116,17 @@ def classify(view: View, lo_step: float, hi_step: float) -> tuple[str, dict]:
     """All-pass (too easy) vs all-fail (too hard) from the reward's position in its range.
 
     Non-negative rewards are placed in [0, max(observed max, 1)] (typical pass/fail rewards);
-    rewards with negative values in their observed [min, max].
+    rewards with negative values in their observed [min, max], except a level of exactly 0,
+    which is "all_zero" (issue 54: ties at 0 at the top of a reward that went negative were
+    "too easy"; a reward that is never negative tied at 0 stays "too hard": all fail).
     """
     r, h = view.series("reward"), view.hist("reward")
     if r is None or h is None or h.gmin is None:
         return "mixed", {}
     inside = r.between(lo_step, hi_step)
     level = med(inside.values) if len(inside) else med(r.values)
+    if level == 0 and h.gmin < 0:  # a tie at exactly 0 of a reward that can go negative:
+        return "all_zero", {"reward_level": 0.0}  # nothing earned, wherever 0 sits in range
     lo, hi = (0.0, max(h.gmax, PASS_REWARD)) if h.gmin >= 0 else (h.gmin, h.gmax)
     pos = (level - lo) / (hi - lo) if hi > lo else MID_POS
     kind = "too_easy" if pos >= EASY_POS else "too_hard" if pos <= HARD_POS else "mixed"
@@ -258,8 +267,14 @@ def detect(view: View) -> list[Finding]:
 DETECTORS = (Detector("zero_spread", (METRIC, "reward", REWARD_STD, ZERO_STD_STEPS,
                                       ZERO_SPREAD_STEPS, REWARD_ZERO_STEPS), detect,
                       needs=(METRIC, REWARD_STD)),)
+def _group_can_split(evidence: dict) -> bool:
+    """A larger group helps only where some completion earns something: not for groups that
+    all tie at exactly 0 (issue 54)."""
+    return evidence.get("kind") != "all_zero"
+
+
 # A group twice as large is far likelier to hold both a pass and a fail (p^G + (1-p)^G falls
 # with G), so more groups give an advantage; the dry run shows that share per group size.
 FIXES = {"zero_reward_spread": Fix("doubling the group size makes a group with mixed outcomes "
                                    "likelier, so more groups teach something",
-                                   (Scale("num_generations", 2),))}
+                                   (Scale("num_generations", 2),), helps=_group_can_split)}
