@@ -251,6 +251,24 @@ def test_a_rising_component_paid_for_by_a_falling_one_with_a_flat_total_is_hacki
     assert "reward_hacking" in found
 
 
+def test_a_component_that_saturated_early_paying_for_a_later_fall_is_hacking_not_a_stall():
+    """The format reward reaches 0.94 within the first tenth, then the diversity component
+    falls -0.35 -> -0.78 and the total stays flat: measured third against third the format
+    component never moved (its first third is already at the ceiling), and the run was called
+    stalled."""
+    rng = np.random.default_rng(16)
+    n = 120
+    steps = np.arange(1, n + 1)
+    t = steps / n
+    fmt = np.clip(0.94 * sigmoid((t - 0.06) * 60) + rng.normal(0, 0.04, n), 0, 1)
+    div = -0.30 - 0.56 * sigmoid((t - 0.6) * 5) + rng.normal(0, 0.06, n)
+    total = 0.3 + rng.normal(0, 0.12, n)
+    found = _raised(diagnose(rows_from(steps, **{"rewards/format/mean": fmt,
+                                                 "rewards/diversity/mean": div,
+                                                 "reward": total})).findings)
+    assert "reward_hacking" in found and "stalled" not in found
+
+
 # ---- a reward that never varies ------------------------------------------------------------
 
 def _constant_reward_rows(value: float = 1.0, n: int = 60) -> list[tuple[int, dict]]:

@@ -194,7 +194,7 @@ def _own_scale_pass(comps: dict[str, Series]) -> list[Finding]:
     """A component that climbed to its ceiling over the run, next to one that falls steadily
     over a window ending now (the earliest such window), each on its own scale."""
     risers = {n: m for n, s in comps.items()
-              if (m := own_scale.move(s, s)) is not None and own_scale.climbs_to_ceiling(m)}
+              if (m := own_scale.climb(s)) is not None and own_scale.climbs_to_ceiling(m)}
     for frac in START_FRACS if risers else ():
         for name, s in sorted(comps.items()):
             w = s.between(s.steps[0] + frac * s.span, s.steps[-1])

@@ -30,6 +30,11 @@ from app.diagnostics.stats import (
 from app.diagnostics.view import Series
 
 THIRD, THIRD_MIN_PTS = 1 / 3, 2  # a move: the last third against the first third (medians)
+START_SHARE = 0.1  # a climb: the last third against the first tenth (issue 54: a format
+#                    reward that saturates within the first tenth has its first third at the
+#                    ceiling already, and its climb measured third-to-third is nothing)
+CLEAR_Z = 2 * 4.0  # a climb this many standard errors high needs no rank trend over the run
+#                    (a saturated riser is flat noise after its climb: no trend to rank)
 SEGMENTS, SEGMENT_MIN_PTS = 6, 3  # own range: medians of up to 6 segments of >= 3 points
 MEDIAN_VAR = 1.57  # variance of a median is ~pi/2 times that of a mean (normal noise)
 RISE_SHARE = 0.5  # the riser gained at least half of its own range ...
@@ -71,12 +76,13 @@ def own_range(s: Series) -> tuple[float, float]:
     return float(min(levels)), float(max(levels))
 
 
-def move(w: Series, full: Series) -> Move | None:
-    """The move of ``w`` (a window of ``full``) on ``full``'s own scale; None when flat."""
+def move(w: Series, full: Series, first_share: float = THIRD) -> Move | None:
+    """The move of ``w`` (a window of ``full``) on ``full``'s own scale, its last third against
+    its first ``first_share``; None when flat."""
     lo, hi = own_range(full)
     if hi <= lo:
         return None
-    first = head(w.steps, w.values, THIRD, THIRD_MIN_PTS)
+    first = head(w.steps, w.values, first_share, THIRD_MIN_PTS)
     last = tail(w.steps, w.values, THIRD, THIRD_MIN_PTS)
     change = med(last) - med(first)
     se = (noise_sigma(full.values) or NO_NOISE) * math.sqrt(
@@ -85,8 +91,13 @@ def move(w: Series, full: Series) -> Move | None:
                 change / se, (med(last) - lo) / (hi - lo), max(abs(lo), abs(hi)), med(first))
 
 
+def climb(s: Series) -> Move | None:
+    """A component's climb over the whole run: from its first tenth to its last third."""
+    return move(s, s, START_SHARE)
+
+
 def climbs_to_ceiling(m: Move) -> bool:
-    return (m.rho >= m.crit and m.share >= RISE_SHARE and m.z >= MOVE_Z
+    return ((m.rho >= m.crit or m.z >= CLEAR_Z) and m.share >= RISE_SHARE and m.z >= MOVE_Z
             and m.position >= 1 - CEILING_SHARE and m.change >= MIN_LEVEL_SHARE * m.level)
 
 
