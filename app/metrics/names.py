@@ -148,6 +148,9 @@ VOCABULARIES: dict[str, dict[str, str]] = {
     "verl": {
         "critic/score/mean": "reward",
         "critic/rewards/mean": "reward",
+        # the spread of the same score across the batch: what the zero-spread check reads
+        "critic/score/std": "reward_std",
+        "critic/rewards/std": "reward_std",
         "actor/entropy": "entropy",
         "actor/entropy_loss": "entropy",
         "actor/kl_loss": "kl",
