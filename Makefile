@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test test-fast test-cpu setup setup-test lint bench mutation docs docs-build
+.PHONY: run test test-fast test-cpu setup setup-test lint bench calibrate mutation docs docs-build
 
 run: setup
 	$(VENV)/bin/grpodeck up
@@ -61,6 +61,12 @@ lint:
 bench: setup
 	$(PY) bench/step_time.py
 	$(PY) bench/diagnostics_speed.py
+
+# The diagnostics measured like a model on the calibration corpus of real public runs
+# (tests/corpus/): verdict accuracy per split, each detector's precision and recall, lead time.
+# The suite runs the same harness (tests/diagnostics/test_calibration.py).
+calibrate: setup
+	$(PY) -m tools.calibrate
 
 # Mutation testing of the core (mutmut), per module group with only the tests that guard it;
 # prints the score per module. Tens of minutes on two cores (diagnostics is sampled, one mutant
