@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.metrics.inference import Column, columns, infer
 from app.metrics.names import (
     VOCABULARIES,
     Row,
@@ -86,9 +87,12 @@ def _str_dict(value: Any) -> dict[str, str]:
 
 
 def resolve(keys: AbstractSet[str], reading: Reading,
-            known: AbstractSet[str] = frozenset()) -> Reading:
+            known: AbstractSet[str] = frozenset(),
+            stats: Mapping[str, Column] | None = None, rows: int = 0) -> Reading:
     """``reading`` after first sight of ``keys``: the vocabulary detected when not yet known,
-    and a rename for each key that the user's mapping or the vocabulary's table names.
+    a rename for each key that the user's mapping or the vocabulary's table names, then for
+    each key neither names, the name its words infer (``app.metrics.inference``; ``stats``:
+    what ``rows`` rows' values say of each key). A pinned ``trl`` reading infers nothing.
 
     ``known``: the canonical names the run already has. A table rename onto a name the run
     already has (under its own spelling, or claimed by an earlier key) is not made: the
@@ -104,7 +108,10 @@ def resolve(keys: AbstractSet[str], reading: Reading,
     table = VOCABULARIES.get(vocabulary or "", {})
     by_table = {k: n for k, n in resolve_table(table, new).items()
                 if n not in taken and n not in user_names and k not in user}
-    renames = {**reading.renames, **by_table, **user}
+    inferred = {} if vocabulary == TRL else infer(
+        new - user.keys() - by_table.keys() - reading.mapping.keys(),
+        taken | user_names | set(by_table.values()), stats, rows)
+    renames = {**reading.renames, **inferred, **by_table, **user}
     if len(renames) > MAX_RENAMES:  # the earliest renames are kept; later keys stay as sent
         renames = dict(list(renames.items())[:MAX_RENAMES])
     return replace(reading, vocabulary=vocabulary, renames=renames)
@@ -118,8 +125,9 @@ def read_rows(rows: list[Row], reading: Reading,
     Keys seen before (in ``known`` or already renamed) are not looked at again, so a run's
     steady stream of batches costs one set difference and the renames it has."""
     keys = {k for _, metrics in rows for k in metrics}
-    if keys.difference(known, reading.renames):
-        reading = resolve(frozenset(keys), reading, known)
+    if new := keys.difference(known, reading.renames):
+        stats, count = columns(rows, new)
+        reading = resolve(frozenset(keys), reading, known, stats, count)
     if not reading.renames or reading.renames.keys().isdisjoint(keys):
         return rows, reading
     return rename_rows(rows, dict(reading.renames)), reading
