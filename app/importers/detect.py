@@ -60,8 +60,18 @@ def load_log(path: str | Path, logging_steps: int = 1,
     user's ``--map``) applies on top.
     """
     p = Path(path)
-    log = _load_folder(p) if p.is_dir() else _load(p, logging_steps)
+    step_key, _ = split_step_key(mapping)
+    log = _load_folder(p) if p.is_dir() else _load(p, logging_steps, step_key)
     return translate(_non_empty(log, p), mapping)
+
+
+def split_step_key(mapping: dict[str, str] | None) -> tuple[str | None, dict[str, str] | None]:
+    """(the key the user named as the step, the rest of the mapping): ``--map grpo_step=step``
+    places the rows, it renames no metric."""
+    step_keys = [k for k, v in (mapping or {}).items() if v == "step"]
+    if not step_keys or mapping is None:
+        return None, mapping
+    return step_keys[0], {k: v for k, v in mapping.items() if v != "step"}
 
 
 def translate(log: ImportedLog, mapping: dict[str, str] | None = None) -> ImportedLog:
@@ -69,7 +79,8 @@ def translate(log: ImportedLog, mapping: dict[str, str] | None = None) -> Import
     the reader every path uses (``app.metrics.reading``); a reading that did anything, renames
     included, is kept in ``meta["reading"]``, and ``renames`` holds each original key's final
     name (a reader's clean-up, then the reading) so a report can say what was read as what."""
-    log.rows, reading = read_rows(log.rows, Reading.start(mapping=mapping))
+    _, renaming = split_step_key(mapping)  # a step key placed the rows: no metric to rename
+    log.rows, reading = read_rows(log.rows, Reading.start(mapping=renaming))
     if reading.vocabulary:
         log.meta["vocabulary"] = reading.vocabulary
     if mapping:
@@ -95,7 +106,7 @@ def _load_folder(p: Path) -> ImportedLog:
     raise LogFormatError(str(p), f"folder holds no {FOLDERS}")
 
 
-def _load(p: Path, logging_steps: int) -> ImportedLog:
+def _load(p: Path, logging_steps: int, step_key: str | None = None) -> ImportedLog:
     raw = _read_bytes(p)
     if tensorboard.looks_like_bytes(raw):
         return tensorboard.parse_file(p)
@@ -106,25 +117,28 @@ def _load(p: Path, logging_steps: int) -> ImportedLog:
     text = raw.decode("utf-8", errors="replace")
     if not text.strip():
         raise LogFormatError(str(p), "file is empty")
-    return _load_text(text, str(p), logging_steps)
+    return _load_text(text, str(p), logging_steps, step_key)
 
 
-def _load_text(text: str, where: str, logging_steps: int) -> ImportedLog:
+def _load_text(text: str, where: str, logging_steps: int,
+               step_key: str | None = None) -> ImportedLog:
+    """``step_key`` (the user's ``--map KEY=step``) is for the readers of rows of keys: JSON
+    lists, JSON Lines, CSV; the others place their rows their own way."""
     data = _whole_json(text, where)
     if data is not None:
         if trainer_state.looks_like(data):
             return trainer_state.parse(data, where)
         if json_rows.looks_like(data):
-            return json_rows.parse(data, where)
+            return json_rows.parse(data, where, step_key)
         if notebook.looks_like(data):
             return notebook.parse(data, where, logging_steps, text_log)
         if not isinstance(data, dict):
             raise LogFormatError(where, "JSON document is neither a trainer_state nor a list "
                                         "of step dicts")
     if jsonl.looks_like(text):
-        return jsonl.parse(text, where)
+        return jsonl.parse(text, where, step_key)
     if wandb.looks_like_csv(text):
-        return wandb.parse_csv(text, where)
+        return wandb.parse_csv(text, where, step_key)
     return text_log(text, where, logging_steps)
 
 

@@ -1,11 +1,13 @@
-"""JSON Lines: one per-step dict per line, each with a ``step`` key."""
+"""JSON Lines: one per-step dict per line; the step from its step key, a column that behaves
+like one, or the line order (``app.importers.entries``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 
-from app.importers.base import ImportedLog, LogFormatError, load_json, merge_rows, step_pairs
+from app.importers.base import ImportedLog, LogFormatError, load_json, merge_rows
+from app.importers.entries import rows_of
 
 
 def looks_like(text: str) -> bool:
@@ -31,7 +33,8 @@ def _entries(text: str, path: str) -> Iterator[tuple[str, object]]:
         yield f"line {lineno}", entry
 
 
-def parse(text: str, path: str) -> ImportedLog:
-    """Blank lines are skipped; a malformed line is an error (a truncated last line is not)."""
-    pairs = step_pairs(_entries(text, path), path)
-    return ImportedLog(rows=merge_rows(pairs), source_format="jsonl", meta={})
+def parse(text: str, path: str, step_key: str | None = None) -> ImportedLog:
+    """Blank lines are skipped; a malformed line is an error (a truncated last line is not).
+    ``step_key``: the key the user named as the step (``--map grpo_step=step``)."""
+    pairs, meta = rows_of(_entries(text, path), path, step_key)
+    return ImportedLog(rows=merge_rows(pairs), source_format="jsonl", meta=meta)

@@ -20,10 +20,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 from app.importers.base import ImportedLog, LogFormatError, load_json, merge_rows
 from app.importers.columns import is_step, rename_keys, wandb_column
+from app.importers.entries import EVAL_FLAGS, MARKER_KEYS, rows_of, split_eval_rows
 
 MAGIC = b":W&B"
 OFFLINE_REFUSAL = ("a W&B offline run file (.wandb) is a binary record log that only wandb's "
@@ -48,7 +50,8 @@ def _csv_rows(text: str) -> list[list[str]]:
 
 
 def looks_like_csv(text: str) -> bool:
-    """A comma-separated header with a step column, and a second line of as many fields."""
+    """A comma-separated header and a second line of as many fields: with a step column (W&B's
+    history), or a header of names over a row that is mostly numbers (any per-step CSV)."""
     head = text.lstrip("\ufeff").splitlines()[:2]
     if len(head) < 2 or "," not in head[0]:
         return False
@@ -56,16 +59,28 @@ def looks_like_csv(text: str) -> bool:
         header, first = list(csv.reader(head))
     except (csv.Error, ValueError):
         return False
+    if len(header) != len(first):
+        return False
     names = [wandb_column(h) for h in header]
-    return len(header) == len(first) and any(n == "step" for n in names)
+    return any(n == "step" for n in names) or _names_over_numbers(header, first)
+
+
+def _names_over_numbers(header: list[str], first: list[str]) -> bool:
+    """Every header cell a name (not a number), and most of the first row's cells numbers."""
+    if any(not h.strip() or _number(h) is not None for h in header):
+        return False
+    return sum(_number(c) is not None for c in first) * 2 > len(first)
 
 
 def _run_prefixes(header: list[str]) -> set[str]:
     return {h.split(" - ", 1)[0] for h in header if " - " in h and not is_step(h)}
 
 
-def parse_csv(text: str, where: str) -> ImportedLog:
-    """Rows by step from a W&B history CSV (see the module docstring)."""
+def parse_csv(text: str, where: str, step_key: str | None = None) -> ImportedLog:
+    """Rows by step from a W&B history CSV (see the module docstring), or from any per-step
+    CSV: without a step column (or with ``step_key``, the user's ``--map KEY=step``) the step
+    and the eval rows are found as for JSON rows (``app.importers.entries``). An empty cell is
+    no value (never 0.0)."""
     try:
         header, *lines = _csv_rows(text.lstrip("\ufeff"))
     except (LogFormatError, ValueError):
@@ -76,16 +91,42 @@ def parse_csv(text: str, where: str) -> ImportedLog:
                                     ": export one run's panel, or its history")
     names = [wandb_column(h) for h in header]
     rename = {h: n for h, n in zip(header, names) if n is not None and n != h and n != "step"}
-    at = names.index("step")
-    pairs = []
-    for cells in lines:
-        step = _number(cells[at]) if at < len(cells) else None
-        if step is None or step != int(step):
+    entries = [_entry(names, cells) for cells in lines]
+    if "step" in names and step_key is None:
+        pairs, meta = _stepped(entries), {}
+    else:
+        pairs, meta = rows_of(((f"row {i}", e) for i, e in enumerate(entries, 2)), where,
+                              step_key)
+    return ImportedLog(rows=merge_rows(pairs), source_format="wandb_csv", renames=rename,
+                       meta=meta)
+
+
+def _entry(names: list[str | None], cells: list[str]) -> dict[str, object]:
+    """One CSV row as a dict: numbers, and the text of a row marker (``split``: ``eval``);
+    empty cells and band columns are left out."""
+    out: dict[str, object] = {}
+    for name, cell in zip(names, cells):
+        if name is None:
             continue
-        metrics = {n: v for n, c in zip(names, cells)
-                   if n not in (None, "step") and (v := _number(c)) is not None}
+        value = _number(cell)
+        if value is not None:
+            out[name] = value
+        elif name in MARKER_KEYS + EVAL_FLAGS and cell.strip():
+            out[name] = cell.strip()
+    return out
+
+
+def _stepped(entries: list[dict[str, object]]) -> list[tuple[int, dict]]:
+    """W&B's own history: each row at its ``step`` cell; a row without a whole-number step is
+    skipped (W&B writes none), eval rows marked as eval (``app.importers.entries``)."""
+    pairs = []
+    for entry in entries:
+        step = entry.get("step")
+        if not isinstance(step, float) or not math.isfinite(step) or step != int(step):
+            continue
+        metrics = {k: v for k, v in entry.items() if k != "step"}
         pairs.append((int(step), metrics))
-    return ImportedLog(rows=merge_rows(pairs), source_format="wandb_csv", renames=rename)
+    return split_eval_rows(pairs)
 
 
 def _number(cell: str) -> float | None:
