@@ -5,6 +5,7 @@ form, and a too-deep JSON document is a 400, not a 500."""
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import zipfile
 from pathlib import Path
@@ -137,3 +138,35 @@ def test_the_import_form_remembers_a_mapping(client: TestClient) -> None:
     assert client.get(f"/api/runs/{run_id}/findings").json()["verdict"] == "warning"
     assert client.get(f"/api/runs/{run_id}").json()["spec"]["mapping"] == "Div=kl, Score=reward"
     assert 'name="save_map"' in client.get("/runs/import").text
+
+
+def _loop_jsonl(steps: int = 30) -> bytes:
+    """Issue 54's log: the step under ``t``, no TRL name, an eval accuracy every 10 steps."""
+    return "".join(json.dumps({"t": 5 * s, "rollout_reward_mean": 0.2 + 0.01 * s,
+                               "rollout_reward_max": 1.0, "rollout_reward_std": 0.3,
+                               "gradient_norm": 0.5, "mean_response_length": 200.0,
+                               "val_accuracy": 0.5 if s % 10 == 0 else None}) + "\n"
+                   for s in range(1, steps + 1)).encode()
+
+
+def test_an_import_reads_inferred_names_and_a_saved_step_key(client: TestClient) -> None:
+    """Issue 54 through the upload API: the names a log's words infer are stored and listed as
+    read, ``t=step`` places the rows, and a saved mapping (the step key with a reward the user
+    chose over the inferred one) is what the next log of that name is read with."""
+    reply = client.post("/api/imports", files={"log": ("loop.jsonl", _loop_jsonl())},
+                        data={"map": ["t=step", "rollout_reward_max=reward"],
+                              "save_map": "true"})
+    assert reply.status_code == 201, reply.text
+    again = client.post("/api/imports", files={"log": ("loop.jsonl", _loop_jsonl())})
+    assert again.status_code == 201, again.text
+    run = client.get(f"/api/runs/{again.json()['runs'][0]['id']}").json()
+    assert run["step"] == 150 and run["spec"]["mapping_saved_for"] == "loop.jsonl"
+    series = client.get(f"/api/runs/{run['id']}/metrics").json()
+    assert series["reward"]["values"] == [1.0] * 30  # the user's choice, not the inferred one
+    assert {"reward_std", "grad_norm", "completions/mean_length", "eval_reward",
+            "rollout_reward_mean"} <= set(series)
+    fresh = client.post("/api/imports", files={"log": ("other.jsonl", _loop_jsonl())},
+                        data={"map": ["t=step"]})
+    spec = client.get(f"/api/runs/{fresh.json()['runs'][0]['id']}").json()["spec"]
+    assert "`rollout_reward_mean` as reward" in spec["read_as"]
+    assert "`val_accuracy` as eval_reward" in spec["read_as"]

@@ -6,6 +6,7 @@ of bench/simulated_logs.py (a task score that collapses after step 60)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import get_args
 
@@ -114,6 +115,26 @@ def test_metric_map_given_at_registration_reads_every_batch_of_a_live_run(
     # mean_reward and KL are spellings of the loop vocabulary (issue 32): detected, and the
     # user's map, naming the same, still decides
     assert report["vocabulary"] == "loop"
+
+
+def test_a_live_run_reads_the_names_its_keys_infer_as_an_import_does(
+        client: TestClient, tmp_path: Path) -> None:
+    """Issue 54: a hand-written loop reporting ``rollout_reward_mean``, ``gradient_norm`` and,
+    on some steps only, ``val_accuracy``, is read live as its log is imported."""
+    run_id, headers = register(client)
+    rows = [(s, {"rollout_reward_mean": 0.5, "rollout_reward_max": 1.0, "gradient_norm": 0.4,
+                 **({"val_accuracy": 0.3} if s % 10 == 0 else {})}) for s in range(1, 41)]
+    send(client, run_id, headers, rows, per_batch=5)
+    report = findings(client, run_id)
+    expected = {"rollout_reward_mean": "reward", "gradient_norm": "grad_norm",
+                "val_accuracy": "eval_reward"}
+    assert report["read_as"] == expected and report["verdict"] != "unknown"
+    stored = series(client, run_id)
+    assert stored["eval_reward"]["steps"] == [10, 20, 30, 40]
+    assert stored["rollout_reward_max"]["values"][0] == 1.0  # a max is never the reward
+    path = tmp_path / "loop.jsonl"
+    path.write_text("".join(json.dumps({"step": s, **m}) + "\n" for s, m in rows))
+    assert diagnose_path(path).metrics == report["metrics"]
 
 
 def test_the_mlflow_api_reads_verls_names_too(client: TestClient) -> None:
