@@ -19,7 +19,7 @@ DROP_SIGMA = 3.0  # the smoothed best minus the recent level, in noise sigmas of
 LOST_GAIN_FRAC = 0.5  # ... and at least half of what was gained since the start is gone
 STAY_FRAC = 0.8  # 80% of recent smoothed points sit below the midpoint between best and now
 #                   (smoothed: on a noisy reward single raw points cross it, issue 23)
-POINT_NOISE_MIN = 1.0  # ... and at least one noise sigma of a single point (issue 54): a
+POINT_NOISE_MIN = 2.0  # ... and at least two noise sigmas of a single point (issue 54): a
 #                       smoothed median over many points has a tiny standard error, so a reward
 #                       of 0.033 drifting to 0.023 under per-step noise of 0.015 passed the
 #                       DROP_SIGMA test; a collapse is a move a person sees on the raw curve
@@ -72,7 +72,8 @@ def detect(view: View) -> list[Finding]:
     best, best_step = float(smooth[ib]), round(s.steps[ib])
     rec, base = recent(s, RECENT_FRAC), med(early(s))
     now = med(rec)
-    point_sigma = noise_sigma(s.values) or NO_NOISE
+    # a single logged point's noise: a bucket mean of n rows is sqrt(n) quieter than one row
+    point_sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(float(med(view.hist(METRIC).cnt)))
     sigma = point_sigma * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
@@ -80,7 +81,8 @@ def detect(view: View) -> list[Finding]:
             or drop < LOST_GAIN_FRAC * gained or not _stays(s, smooth, rec, best - drop / 2)):
         return []
     lost = drop / (best - base) if best > base else float("inf")
-    rose = best - base >= DROP_SIGMA * sigma  # a real peak, not just the first points
+    # a real peak, not just the first points or a noise bump of the smoothed curve
+    rose = best - base >= max(DROP_SIGMA * sigma, POINT_NOISE_MIN * point_sigma)
     severity = "critical" if now <= base or (rose and lost >= CRITICAL_LOST_FRAC) else "warning"
     return [Finding(
         category="reward_collapse", severity=severity, first_step=best_step, last_step=s.last,

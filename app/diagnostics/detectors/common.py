@@ -23,6 +23,13 @@ def early(s: Series) -> np.ndarray:
     return head(s.steps, s.values, EARLY_FRAC, MIN_WINDOW_PTS)
 
 
+def starting_level(s: Series) -> float:
+    """The level a fall is measured from: the early window's median, or the first points' when
+    they were higher (issue 54: a run that collapsed within its first 5 % has its early window
+    at the collapsed level already, and "entropy 0.21 -> 2e-4 by step 12 of 262" read as flat)."""
+    return max(med(early(s)), med(s.values[:MIN_WINDOW_PTS]))
+
+
 def recent(s: Series, frac: float = RECENT_FRAC) -> np.ndarray:
     return tail(s.steps, s.values, frac, MIN_WINDOW_PTS)
 

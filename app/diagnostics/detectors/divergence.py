@@ -42,7 +42,9 @@ TRAIN_RISE_Z = 4.0  # train's rise in standard errors of the medians compared ..
 TRAIN_RISE_SHARE = 0.25  # ... and at least a quarter of its own level (no micro-moves)
 MEDIAN_VAR = 1.57  # variance of a median is ~pi/2 times that of a mean (normal noise)
 EVAL_FOLLOW_SIGMA = 1.0  # eval "follows" when it gains more than its own noise ...
-EVAL_FOLLOW_SHARE = 0.25  # ... and a quarter of its own early level (when that is not 0)
+EVAL_FOLLOW_SHARE = 0.25  # ... and a quarter of its own early level (when that is not 0) ...
+EVAL_FOLLOW_TRAIN = 0.1  # ... or a tenth of train's rise (the same units when eval scores the
+#                          train reward on held-out prompts: 0.0008 next to 0.35 is not following)
 GAP_START_SHARE = 0.25  # train has left its early level once a quarter of its rise is done
 
 ACTIONS = ["Inspect train rollouts with high reward: is the reward being gamed?",
@@ -68,11 +70,13 @@ def _eval_gain(e: Series) -> tuple[float, float, float]:
     return spearman(e.steps, e.values), gain / sig, gain
 
 
-def _follows(e: Series, gain_sigmas: float, gain: float) -> bool:
-    """Eval rose with train: more than its noise, and a real share of its early level."""
+def _follows(e: Series, gain_sigmas: float, gain: float, train_rise: float) -> bool:
+    """Eval rose with train: more than its noise, and a real share of its early level or of
+    train's rise (a frozen eval whose tiny wobble is many of its own tiny sigmas still does
+    not follow)."""
     early = abs(med(head(e.steps, e.values, HALF, HALF_MIN_PTS)))
     return gain_sigmas > EVAL_FOLLOW_SIGMA and (early == 0 or gain >= EVAL_FOLLOW_SHARE * early
-                                                or gain_sigmas > 3 * EVAL_FOLLOW_SIGMA)
+                                                or gain >= EVAL_FOLLOW_TRAIN * train_rise)
 
 
 def gap_start(e: Series, w: Series, eval_fell: bool) -> int:
@@ -102,7 +106,7 @@ def detect(view: View) -> list[Finding]:
     if rho_t < rho_crit(len(w)) or z_t < TRAIN_RISE_Z or rise < TRAIN_RISE_SHARE * level:
         return []
     rho_e, gain_sigmas, gain = _eval_gain(e)
-    if _follows(e, gain_sigmas, gain):
+    if _follows(e, gain_sigmas, gain, rise):
         return []
     fell = gain_sigmas <= -EVAL_FOLLOW_SIGMA
     start = gap_start(e, w, fell)

@@ -3,12 +3,24 @@
 A run too short for the windowed judgement (a smoke test of 10-20 steps, issue 31) is still
 judged on an unmistakable collapse: entropy down to a tenth of where it started and staying
 below half of it. The GRPO workflow says to catch this in the smoke test, before the full run.
+
+A collapse is measured from where entropy started when it fell within the early window itself
+(``starting_level``), and is a warning rather than critical while the reward (train or eval)
+still improves: the run can still learn (issue 54: an author's best run, eval 0.03 -> 0.735,
+entropy 0.46 -> 0.04).
 """
 
 from __future__ import annotations
 
 from app.diagnostics.detector import Detector
-from app.diagnostics.detectors.common import early, recent, settled_since
+from app.diagnostics.detectors.common import (
+    early,
+    improving,
+    recent,
+    settled_since,
+    starting_level,
+    task_reward,
+)
 from app.diagnostics.fix import Fix, Scale
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, r3, run_start
@@ -43,6 +55,8 @@ def detect(view: View) -> list[Finding]:
     base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
     if base <= 0:
         return []
+    if now <= COLLAPSE_RATIO * starting_level(s):  # fell from where it started (first points)
+        base = starting_level(s)
     for shifted in (s.values < COLLAPSE_STAY * base, s.values > BLOWUP_STAY * base):
         shift = settled_since(s, shifted)
         if shift is not None:  # a sudden shift: judge the points since, not the window
@@ -51,13 +65,14 @@ def detect(view: View) -> list[Finding]:
     ev = {"early_entropy": r3(base), "recent_entropy": r3(now), "ratio_to_early": r3(ratio)}
     if ratio <= COLLAPSE_RATIO and tail_vals.max() < COLLAPSE_STAY * base:
         start = run_start(s.steps, s.values < COLLAPSE_STAY * base) or s.first
+        learning = improving(task_reward(view)) or improving(view.series("eval_reward"))
         return [Finding(
             category="entropy_collapse",
-            severity="critical" if ratio <= COLLAPSE_CRITICAL else "warning",
+            severity="critical" if ratio <= COLLAPSE_CRITICAL and not learning else "warning",
             first_step=start, last_step=s.last,
             summary=(f"Entropy fell to {ratio:.0%} of its early level ({base:.3g} -> {now:.3g}) "
                      f"and stays there since step {start}: the policy stopped exploring."),
-            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO},
+            evidence={**ev, "expected_ratio_above": COLLAPSE_RATIO, "reward_improving": learning},
             actions=COLLAPSE_ACTIONS, metric=METRIC)]
     if ratio >= BLOWUP_RATIO and now - base >= BLOWUP_ABS and tail_vals.min() > BLOWUP_STAY * base:
         start = run_start(s.steps, s.values > BLOWUP_STAY * base) or s.first
@@ -92,7 +107,7 @@ def short_collapse(s: Series) -> list[Finding]:
         actions=COLLAPSE_ACTIONS, metric=METRIC)]
 
 
-DETECTORS = (Detector("entropy", (METRIC,), detect),)
+DETECTORS = (Detector("entropy", (METRIC, "reward", "eval_reward"), detect),)
 # The collapse's settings remedy (its first action is to read the rollouts): a slower policy.
 FIXES = {"entropy_collapse": Fix("a lower learning rate slows the policy's collapse onto a few "
                                  "completions", (Scale("learning_rate", 0.5),))}

@@ -2,7 +2,8 @@
 
 Categories: ``kl_blowup`` (sustained growth), ``kl_spike`` (isolated spikes, kept out of the
 level series by the history), ``kl_offset`` (KL already high at the first steps and flat:
-a policy/reference mismatch, not drift; info only). KL missing or always 0 (beta = 0) gives
+a policy/reference mismatch, not drift; info, a warning from 5 nats per token, where the penalty
+term swamps the reward: issue 54, a run at KL ~10 from step 1). KL missing or always 0 (beta = 0) gives
 nothing.
 """
 
@@ -66,7 +67,8 @@ def _level(view: View) -> list[Finding]:
     elif (min(start3, float(s.values[0])) >= OFFSET_ABS
           and OFFSET_BAND[0] <= now / start3 <= OFFSET_BAND[1]):
         out.append(Finding(
-            category="kl_offset", severity="info", first_step=s.first, last_step=s.last,
+            category="kl_offset", severity="warning" if start3 >= CRITICAL_ABS else "info",
+            first_step=s.first, last_step=s.last,
             summary=(f"KL is already {start3:.3g} at the first steps and stays near it "
                      f"({now:.3g} recently): likely a policy/reference mismatch, not drift."),
             evidence={**ev, "first_points_kl": r3(start3), "expected_at_start_below": OFFSET_ABS},

@@ -13,6 +13,7 @@ from app.diagnostics.detectors.common import (
     improving,
     recent,
     settled_since,
+    starting_level,
     task_reward,
     trend,
 )
@@ -161,6 +162,8 @@ def _growth_and_collapse(view: View) -> list[Finding]:
     base, now = med(early(s)), med(recent(s))
     if base <= 0:
         return []
+    if now <= COLLAPSE_RATIO * starting_level(s):  # fell from where it started (first points)
+        base = starting_level(s)
     ratio, cap = now / base, view.context.max_completion_length
     rising_reward = improving(task_reward(view))
     ev = {"early_mean_length": r3(base), "recent_mean_length": r3(now),

@@ -1,9 +1,11 @@
-"""Stalled: the reward shows no upward trend over most of the run and gained little overall."""
+"""Stalled: the reward shows no upward trend over most of the run and gained little overall,
+and no held-out score rises either (issue 54: a run whose train reward sat flat while its eval
+reward rose 0.756 -> 0.835 was learning, not stalled)."""
 
 from __future__ import annotations
 
 from app.diagnostics.detector import Detector
-from app.diagnostics.detectors.common import MIN_WINDOW_PTS, NO_NOISE, early
+from app.diagnostics.detectors.common import MIN_WINDOW_PTS, NO_NOISE, early, improving
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import (
     med,
@@ -38,6 +40,8 @@ def detect(view: View) -> list[Finding]:
     s = view.series(METRIC)
     if s is None or len(s) < MIN_PTS or s.span + 1 < MIN_STEPS:
         return []  # too short: listed as unchecked with the reason (the declaration below)
+    if improving(view.series("eval_reward")):
+        return []  # the held-out score rises: the run learns, whatever the train reward shows
     sigma = noise_sigma(s.values) or NO_NOISE
     base, late = med(early(s)), med(tail(s.steps, s.values, LATE_FRAC, MIN_WINDOW_PTS))
     gain = (late - base) / sigma
@@ -77,4 +81,5 @@ def plateau_start(s: Series, level: float, window_first: int) -> int:
     return max(window_first, start if start is not None else window_first)
 
 
-DETECTORS = (Detector("stalled", (METRIC,), detect, min_steps=MIN_STEPS, min_points=MIN_PTS),)
+DETECTORS = (Detector("stalled", (METRIC, "eval_reward"), detect, min_steps=MIN_STEPS,
+                      min_points=MIN_PTS),)
