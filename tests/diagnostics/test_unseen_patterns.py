@@ -304,3 +304,64 @@ def test_groups_tied_at_zero_at_the_bottom_of_a_negative_reward_are_not_too_easy
                          "reward_std": 0.0 if s > 10 else 0.3}))
     f = [f for f in diagnose(rows).findings if f.category in ("zero_reward_spread", "no_reward_signal")]
     assert f and all(x.evidence.get("kind") != "too_easy" for x in f), [(x.category, x.evidence) for x in f]
+
+
+# ---- calibrated on the corpus's tuning split ------------------------------------------------
+
+def test_a_reward_pinned_at_its_floor_with_no_spread_metric_is_zero_spread():
+    """verl's score falls -0.68 -> -1.0 within 12 steps and stays exactly at -1.0, the floor,
+    for 250 steps; no spread metric is logged: every completion scores the floor."""
+    rows = [(s, {"reward": max(-1.0, -0.68 - 0.03 * s) if s < 12 else -1.0}) for s in range(262)]
+    f = _raised(diagnose(rows).findings)["zero_reward_spread"]
+    assert f.severity == "critical" and f.first_step <= 15
+
+
+def test_a_collapse_within_the_early_window_is_measured_from_the_first_points():
+    """Entropy 0.21 -> 2e-4 and length 1759 -> 1 by step 12 of 262: the early window (first
+    15 %) is already at the collapsed level, the first points are not."""
+    rows = []
+    for s in range(262):
+        k = min(s, 12) / 12
+        rows.append((s, {"entropy": 0.21 * (1 - k) + 2e-4 * k,
+                         "completions/mean_length": 1759 * (1 - k) + 1.0 * k,
+                         "reward": 0.3 + 0.001 * (s % 7)}))
+    found = _raised(diagnose(rows).findings)
+    assert "entropy_collapse" in found and "length_collapse" in found
+
+
+def test_entropy_collapse_while_the_eval_score_climbs_is_a_warning_not_critical():
+    steps = np.arange(1, 201)
+    rng = np.random.default_rng(17)
+    entropy = np.where(steps < 8, 0.46, 0.04) + np.abs(rng.normal(0, 0.003, 200))
+    train = 0.1 + 0.6 * sigmoid((steps / 200 - 0.3) * 10) + rng.normal(0, 0.03, 200)
+    rows = _with_eval(steps, train, np.arange(4, 201, 4),
+                      0.03 + 0.7 * sigmoid((np.arange(4, 201, 4) / 200 - 0.2) * 10),
+                      entropy=entropy)
+    f = _raised(diagnose(rows).findings)["entropy_collapse"]
+    assert f.severity == "warning"
+
+
+def test_a_flat_train_reward_next_to_a_rising_eval_score_is_not_a_stall():
+    rng = np.random.default_rng(18)
+    steps = np.arange(1, 121)
+    train = 0.8 + rng.normal(0, 0.05, 120)
+    ev_steps = np.arange(20, 121, 20)
+    evals = np.array([0.756, 0.77, 0.79, 0.80, 0.82, 0.835])
+    found = _raised(diagnose(_with_eval(steps, train, ev_steps, evals)).findings)
+    assert not {"stalled", "reward_collapse"} & set(found), found
+
+
+def test_a_flat_reward_point_noise_bump_is_no_collapse():
+    """A flat reward (0.45 +- 0.037 per step) whose smoothed curve wanders 0.505 -> 0.451: the
+    "peak" is noise, not something learned and lost."""
+    rng = np.random.default_rng(20)
+    steps = np.arange(0, 167)
+    reward = 0.46 + 0.02 * np.sin(steps / 15) + rng.normal(0, 0.037, 167)
+    assert "reward_collapse" not in _raised(diagnose(rows_from(steps, reward=reward)).findings)
+
+
+def test_kl_of_ten_nats_from_the_first_step_is_a_warning():
+    steps, c = healthy_cols(60, 1)
+    c["kl"] = 10 + np.random.default_rng(20).normal(0, 0.3, len(steps))
+    f = [x for x in diagnose(rows_from(steps, **c)).findings if x.category == "kl_offset"]
+    assert f and f[0].severity == "warning"

@@ -52,6 +52,10 @@ SMOOTH_LONG, LONG_PTS = 5, 10  # wider smoothing once there are enough points
 MOST_SHARE = 0.6  # share rule: clearly most steps since the onset had no spread at all ...
 RECENT_SHARE_FRAC = 0.5  # ... and most steps of the run's second half too (still going on)
 SHARE_MIN_ROWS = 5  # a run of fewer rows is too short to say "most steps" (MIN_VERDICT_STEPS)
+PIN_MIN_ROWS = 10  # pinned: the reward sat exactly at its lowest value on this many last rows,
+PIN_SHARE = 0.5  # ... at least half of the run: a mean that is exactly the run's floor, row
+#                  after row, means every completion scored the floor (issue 54: verl's score
+#                  at exactly -1.0 for 250 steps, with no spread metric logged)
 
 ACTIONS = {
     "too_easy": ["Use harder prompts (filter out ones the model already solves every time)",
@@ -238,6 +242,29 @@ def _share_finding(view: View, indicator: str, source: str) -> Finding | None:
         actions=ACTIONS[kind], metric=source)
 
 
+def pinned(view: View) -> Finding | None:
+    """The reward exactly at its run minimum on every one of the last rows (at least
+    PIN_MIN_ROWS and PIN_SHARE of the run): no completion scored above the floor."""
+    h = view.hist("reward")
+    if h is None or h.gmin is None or len(h.cnt) == 0 or h.gmax == h.gmin:
+        return None
+    at_floor = (h.vmin == h.gmin) & (h.vmax == h.gmin)
+    first = len(at_floor) - int(np.argmin(at_floor[::-1])) if not at_floor.all() else 0
+    rows = int(h.cnt[first:].sum())
+    if not at_floor[-1] or rows < PIN_MIN_ROWS or rows < PIN_SHARE * h.n_rows:
+        return None
+    start = max(int(h.keys[first] * h.width), h.first_step)
+    return Finding(
+        category="zero_reward_spread", severity="critical", first_step=start,
+        last_step=h.last_step,
+        summary=(f"The reward sits exactly at its lowest value {h.gmin:.3g} on every one of the "
+                 f"last {rows} logged steps (since step {start}): every completion scores the "
+                 "floor, no group has spread, nothing is learned."),
+        evidence={"pinned_reward": r3(h.gmin), "rows": rows, "kind": "too_hard",
+                  "expected": "a reward that moves off its floor"},
+        actions=ACTIONS["too_hard"], metric="reward")
+
+
 def detect(view: View) -> list[Finding]:
     s, source = signal(view)
     found, exact = (None, False) if s is None else (_windowed(s), False)
@@ -246,6 +273,7 @@ def detect(view: View) -> list[Finding]:
     if found is None:
         picked = share_source(view)
         share = _share_finding(view, *picked) if picked else None
+        share = share or (pinned(view) if s is None else None)
         return [share] if share else []
     start, current = found
     kind, ev = classify(view, start, s.last)
