@@ -31,7 +31,8 @@ RUNS = CORPUS / "runs"
 SCORES = CORPUS / "scores.json"
 HASHES = CORPUS / "labels.sha256"
 HOLDOUT_DIGITS = "0123"  # a run whose name hashes to one of these first hex digits is held out
-FLAGGING = ("warning", "critical")  # a category "raised" = at one of these severities
+FLAGGING = ("warning", "critical")  # a forbidden category is a false alarm at these severities;
+#                                     a needed one is found at any severity (calibration.md)
 REPLAY_POINTS = 60  # a live replay feeds the rows in this many batches (lead time)
 
 
@@ -66,6 +67,7 @@ class Result:
     lead: int | None = None  # labelled onset minus the first live flag (positive: early)
     error: str | None = None
     repository: str = ""
+    noted: set[str] = field(default_factory=set)  # categories at any severity
 
     @property
     def passed(self) -> bool:
@@ -92,12 +94,16 @@ def context_of(run_dir: Path):
                       num_generations=ctx.get("num_generations"))
 
 
-def score(label: Label, verdict: str, raised: set[str], read: set[str]) -> list[str]:
-    """What is wrong with a diagnosis against its label (empty: the run passes)."""
+def score(label: Label, verdict: str, raised: set[str], read: set[str],
+          noted: set[str] | None = None) -> list[str]:
+    """What is wrong with a diagnosis against its label (empty: the run passes): ``raised``
+    are the categories at warning or critical, ``noted`` those at any severity (``raised``
+    when not given)."""
+    noted = raised if noted is None else noted
     problems = []
     if verdict not in label.verdict:
         problems.append(f"verdict {verdict} not in {label.verdict}")
-    problems += [f"missing any of {g}" for g in label.need if not raised.intersection(g)]
+    problems += [f"missing any of {g}" for g in label.need if not noted.intersection(g)]
     problems += [f"false alarm {c}" for c in label.forbid if c in raised]
     problems += [f"did not read {m}" for m in label.need_read if m not in read]
     return problems
@@ -140,9 +146,13 @@ def _diagnosed(run_dir: Path, scratch: Path) -> Result:
         return Result(run_dir.name, label.split, "error", set(), set(), label,
                       [f"not read: {exc}"], error=str(exc))
     raised = {f.category for f in diagnosis.findings if f.severity in FLAGGING}
-    read = set(diagnosis.metrics)
+    noted = {f.category for f in diagnosis.findings}
+    # "read": every canonical name the log's columns were read as (what `grpodeck diagnose`
+    # lists), not only the ones a check uses (the learning rate feeds no check, yet a reader
+    # that lost it misread the log)
+    read = set(diagnosis.metrics) | {k for _, metrics in log.rows for k in metrics}
     result = Result(run_dir.name, label.split, diagnosis.verdict, raised, read, label,
-                    score(label, diagnosis.verdict, raised, read))
+                    score(label, diagnosis.verdict, raised, read, noted), noted=noted)
     needed = {c for g in label.need for c in g}
     if label.onset is not None and needed & raised:
         rows = pipeline.merge_by_step(log.rows, [])
@@ -159,13 +169,14 @@ def run_all(split: str | None = None) -> list[Result]:
 
 
 def detector_table(results: list[Result]) -> dict[str, dict]:
-    """Per category: true positives (raised where needed), false alarms (raised where the label
-    forbids it), misses (needed, not raised); precision and recall from them."""
+    """Per category: true positives (found where needed, any severity), false alarms (raised at
+    warning or critical where the label forbids it), misses (needed, not found); precision and
+    recall from them."""
     tp, fp, fn = Counter(), Counter(), Counter()
     for r in results:
         needed = {c for g in r.label.need for c in g}
         for g in r.label.need:
-            hit = r.raised.intersection(g)
+            hit = r.noted.intersection(g)
             if hit:
                 tp.update(hit)
             else:
