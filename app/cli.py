@@ -146,7 +146,7 @@ def launch(spec_file: Path, url: Annotated[str | None, typer.Option(help="dashbo
 
 MapOption = Annotated[list[str] | None, typer.Option(
     "--map", help="LOG_KEY=NAME: read a log key as a known metric (e.g. Reward=reward, "
-                  "KL_ref=kl); repeatable")]
+                  "KL_ref=kl), or as the step (grpo_step=step); repeatable")]
 EXIT_UNKNOWN = 3  # `diagnose` read no reward metric: nothing to call healthy
 
 

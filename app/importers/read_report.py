@@ -55,8 +55,8 @@ def _placed(meta: dict) -> str:
         parts.append("steps from the row order")
     elif step_from:
         parts.append(f"steps from `{step_from}`")
-    if meta.get("eval_rows"):
-        parts.append(f"{meta['eval_rows']} eval rows as eval_*")
+    if count := meta.get("eval_rows"):
+        parts.append(f"{count} eval row{'' if count == 1 else 's'} as eval_*")
     return "".join(f", {p}" for p in parts)
 
 
