@@ -73,8 +73,9 @@ def detect(view: View) -> list[Finding]:
     rec, base = recent(s, RECENT_FRAC), med(early(s))
     now = med(rec)
     # a single logged point's noise: a bucket mean of n rows is sqrt(n) quieter than one row
-    point_sigma = (noise_sigma(s.values) or NO_NOISE) * math.sqrt(float(med(view.hist(METRIC).cnt)))
-    sigma = point_sigma * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
+    bucket_sigma = noise_sigma(s.values) or NO_NOISE
+    sigma = bucket_sigma * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
+    point_sigma = bucket_sigma * math.sqrt(float(med(view.hist(METRIC).cnt)))
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
             or drop < POINT_NOISE_MIN * point_sigma or drop < SCALE_SHARE_MIN * reward_scale(view)
