@@ -12,7 +12,8 @@ fix it; stop or change it now.
   * a finding that lasts (``SUSTAINED``): a KL blow-up sustained over many steps      here
   * two findings each survivable alone that together leave nothing to learn from
     (``COMBINATIONS``): entropy collapse + zero spread, entropy blow-up + completions at
-    the length cap (grown or cut), entropy collapse + length collapse                 here
+    the length cap (grown or cut), entropy collapse + length collapse, a task reward that
+    never pays + zero spread                                                          here
 **warning**: the run wastes compute or shows a bug it might still recover from (stall,
 truncation, repeated spikes, hacking that persists to the end, partial collapse).
 **info**: worth knowing, nothing to do now (dead components, a KL offset from step 1, a
@@ -47,6 +48,10 @@ COMBINATIONS = (
                 "that never terminates"),
     Combination(("entropy_collapse", "length_collapse"),
                 "completions shrank and the policy stopped exploring: degenerate short output"),
+    # a dead component is a warning only when it is the task itself at its floor (issue 54)
+    Combination(("dead_reward_component", "zero_reward_spread"),
+                "the task reward never pays and most groups have no spread in the rest: "
+                "nothing the run can learn the task from"),
 )
 
 

@@ -365,3 +365,16 @@ def test_kl_of_ten_nats_from_the_first_step_is_a_warning():
     c["kl"] = 10 + np.random.default_rng(20).normal(0, 0.3, len(steps))
     f = [x for x in diagnose(rows_from(steps, **c)).findings if x.category == "kl_offset"]
     assert f and f[0].severity == "warning"
+
+
+def test_a_task_reward_that_never_pays_next_to_zero_spread_is_critical():
+    """The accuracy reward is 0 on all 33 steps, the format reward saturates, reward_std is 0 on
+    most later steps: nothing left to learn the task from."""
+    rng = np.random.default_rng(21)
+    rows = []
+    for s in range(1, 34):
+        fmt = min(1.0, 0.1 * s) + rng.normal(0, 0.02)
+        rows.append((s, {"rewards/accuracy_reward/mean": 0.0, "rewards/format_reward/mean": fmt,
+                         "reward": fmt, "reward_std": 0.0 if s > 15 and s % 4 else 0.2}))
+    d = diagnose(rows)
+    assert d.verdict == "critical", [(f.category, f.severity) for f in d.findings]
