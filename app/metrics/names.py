@@ -151,6 +151,9 @@ VOCABULARIES: dict[str, dict[str, str]] = {
         # the spread of the same score across the batch: what the zero-spread check reads
         "critic/score/std": "reward_std",
         "critic/rewards/std": "reward_std",
+        # the batch's best and worst score: equal means every completion scored the same
+        "critic/score/max": "reward_max",
+        "critic/score/min": "reward_min",
         "actor/entropy": "entropy",
         "actor/entropy_loss": "entropy",
         "actor/kl_loss": "kl",
@@ -193,6 +196,8 @@ VOCABULARIES: dict[str, dict[str, str]] = {
         "Rewards": "reward",
         "rewards": "reward",
         "std_reward": "reward_std",
+        "max_reward": "reward_max",
+        "min_reward": "reward_min",
         "Reward_std": "reward_std",
         "Rewards_std": "reward_std",
         "rewards_std": "reward_std",

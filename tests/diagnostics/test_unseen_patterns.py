@@ -378,3 +378,14 @@ def test_a_task_reward_that_never_pays_next_to_zero_spread_is_critical():
                          "reward": fmt, "reward_std": 0.0 if s > 15 and s % 4 else 0.2}))
     d = diagnose(rows)
     assert d.verdict == "critical", [(f.category, f.severity) for f in d.findings]
+
+
+def test_best_and_worst_reward_equal_on_every_step_is_zero_spread():
+    """A loop that prints min_reward == max_reward on every step (16 samples a prompt, the
+    same score each) logs no reward_std: the batch's best and worst say it."""
+    rows = []
+    for s in range(1, 97):
+        r = (0.16, 0.16, 0.14)[s % 3]
+        rows.append((s, {"reward": r, "reward_max": r, "reward_min": r, "loss": -0.0}))
+    found = _raised(diagnose(rows).findings)
+    assert found.get("zero_reward_spread") or found.get("no_reward_signal"), found

@@ -30,6 +30,7 @@ from app.diagnostics.view import Series, View
 
 METRIC = "frac_reward_zero_std"
 REWARD_STD = "reward_std"
+REWARD_MAX, REWARD_MIN = "reward_max", "reward_min"  # the batch's best and worst reward
 # Derived when a row has reward_std: 1.0 on a step whose reward_std is exactly 0, else 0.0;
 # a bucket's mean is then the share of its steps that had no spread in any group.
 ZERO_STD_STEPS = "derived/reward_std_zero"
@@ -78,15 +79,32 @@ WHAT = {"too_easy": "groups all pass (prompts too easy)",
                     "too hard for this model, or the reward can never pay out)"}
 
 
+def _max_equals_min(cols: dict[str, tuple[np.ndarray, np.ndarray]]
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps, flag) where the batch's best and worst reward were logged: equal means every
+    completion of the step scored the same (issue 54: a loop printing min_reward == max_reward
+    for 96 steps; verl's critic/score/max and /min)."""
+    if REWARD_MAX not in cols or REWARD_MIN not in cols:
+        return None
+    (s_hi, v_hi), (s_lo, v_lo) = cols[REWARD_MAX], cols[REWARD_MIN]
+    steps, i_hi, i_lo = np.intersect1d(s_hi, s_lo, return_indices=True)
+    return (steps, v_hi[i_hi] == v_lo[i_lo]) if len(steps) else None
+
+
 def derived_columns(cols: dict[str, tuple[np.ndarray, np.ndarray]]
                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The zero-spread indicator of every row that logged ``reward_std`` (see ZERO_STD_STEPS)."""
+    """The zero-spread indicator of every row that logged ``reward_std`` (see ZERO_STD_STEPS),
+    or, without it, the batch's best and worst reward."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     parts = []
+    same = _max_equals_min(cols)
     if REWARD_STD in cols:
         steps, values = cols[REWARD_STD]
         out[ZERO_STD_STEPS] = (steps, (values == 0).astype(float))
         parts.append((steps, values == 0))
+    elif same is not None:
+        out[ZERO_STD_STEPS] = (same[0], same[1].astype(float))
+        parts.append(same)
     if METRIC in cols:
         steps, values = cols[METRIC]
         parts.append((steps, values >= CRITICAL))
@@ -293,8 +311,9 @@ def detect(view: View) -> list[Finding]:
 
 
 DETECTORS = (Detector("zero_spread", (METRIC, "reward", REWARD_STD, ZERO_STD_STEPS,
-                                      ZERO_SPREAD_STEPS, REWARD_ZERO_STEPS), detect,
-                      needs=(METRIC, REWARD_STD)),)
+                                      ZERO_SPREAD_STEPS, REWARD_ZERO_STEPS, REWARD_MAX,
+                                      REWARD_MIN), detect,
+                      needs=(METRIC, REWARD_STD, REWARD_MAX)),)
 def _group_can_split(evidence: dict) -> bool:
     """A larger group helps only where some completion earns something: not for groups that
     all tie at exactly 0 (issue 54)."""
