@@ -83,10 +83,12 @@ def _cut(view: View, metric: str, severity: str, start: int, last: int, what: st
         actions=EXPLOSION_ACTIONS if grew else TRUNCATION_ACTIONS, metric=metric)
 
 
-def _clipped(view: View) -> list[Finding]:
+def _clipped(view: View) -> list[Finding] | None:
+    """The clipped ratio's judgement; None while it is too short to judge (the other signals
+    of the cap then stand in, so a finding does not vanish when the ratio first appears)."""
     c, cap = view.series(CLIPPED), view.context.max_completion_length
     if c is None or len(c) < MIN_PTS or c.span < MIN_STEPS:
-        return []
+        return None
     now = med(recent(c, TRUNC_WINDOW))
     if now < TRUNC_WARN:
         return []
@@ -138,7 +140,7 @@ def _longest_at_cap(view: View) -> list[Finding]:
 
 def _truncation(view: View) -> list[Finding]:
     found = _clipped(view)
-    if found or view.series(CLIPPED) is not None:
+    if found is not None:
         return found
     found = _longest_at_cap(view)
     if found:
