@@ -389,3 +389,12 @@ def test_best_and_worst_reward_equal_on_every_step_is_zero_spread():
         rows.append((s, {"reward": r, "reward_max": r, "reward_min": r, "loss": -0.0}))
     found = _raised(diagnose(rows).findings)
     assert found.get("zero_reward_spread") or found.get("no_reward_signal"), found
+
+
+def test_a_component_at_one_value_but_for_one_odd_batch_is_dead():
+    """A format reward of 0.05 on 119 of 120 rows and 0.049375 on one is no signal either."""
+    steps, c = healthy_cols(120, 1)
+    fmt = np.full(len(steps), 0.05)
+    fmt[40] = 0.049375
+    c["rewards/format_reward_adapter/mean"] = fmt
+    assert "dead_reward_component" in diagnose(rows_from(steps, **c)).categories
