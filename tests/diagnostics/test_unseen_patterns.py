@@ -398,3 +398,26 @@ def test_a_component_at_one_value_but_for_one_odd_batch_is_dead():
     fmt[40] = 0.049375
     c["rewards/format_reward_adapter/mean"] = fmt
     assert "dead_reward_component" in diagnose(rows_from(steps, **c)).categories
+
+
+def test_eval_rows_marked_by_a_flag_with_their_own_score_name_show_divergence(tmp_path):
+    """A loop's JSONL: train rows by `iteration`, eval rows flagged `"eval": true` scoring
+    `ndcg@10`; train reward rises 2.6x while the held-out score falls 26 %: read end to end as
+    `grpodeck diagnose` reads it, a divergence (the eval rows used to be ignored)."""
+    import json
+
+    from app.imports.service import diagnose_path
+
+    rng = np.random.default_rng(22)
+    lines = []
+    for s in range(1, 201):
+        lines.append({"iteration": s, "train_reward": 0.2 + 0.32 * s / 200 + rng.normal(0, 0.02),
+                      "loss": 0.1})
+        if s % 20 == 0:
+            lines.append({"iteration": s, "eval": True,
+                          "ndcg@10": 0.5 * (1 - 0.26 * s / 200) + rng.normal(0, 0.005)})
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    d = diagnose_path(path)
+    assert "eval_reward" in d.metrics and "reward" in d.metrics
+    assert "train_test_divergence" in _raised(d.findings)
