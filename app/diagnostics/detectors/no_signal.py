@@ -25,7 +25,8 @@ TOL = 1e-9
 
 ACTIONS = ["Dry-run the reward functions on sample outputs: do they ever return another value?",
            "Check the reward parses the completions (answer format, regex, judge prompt)",
-           "Check the reward reads the completion at all (not only the prompt or a constant)"]
+           "Check the reward reads the completion at all (not only the prompt or a constant)",
+           "If that score is the reward's maximum, every completion passes: use harder prompts"]
 
 
 def constant(h: MetricHistory | None) -> bool:
@@ -48,9 +49,10 @@ def detect(view: View) -> list[Finding]:
     return [Finding(
         category=CATEGORY, severity="critical", first_step=h.first_step, last_step=h.last_step,
         summary=(f"The reward was {h.gmax:.3g} on every one of {h.n_rows} logged steps, with no "
-                 "spread in any group: the reward function gives the same score to every "
-                 "completion, so there is nothing to learn from. A larger group or other "
-                 "prompts cannot change that; the reward function must."),
+                 "spread in any group: every completion gets the same score, so there is "
+                 "nothing to learn from. A larger group cannot change that: either the reward "
+                 "function does not depend on the completion, or (at its maximum) every prompt "
+                 "is solved the same way."),
         evidence={"constant_reward": r3(h.gmax), "rows": h.n_rows,
                   "expected": "a reward that differs between completions"},
         actions=ACTIONS, metric="reward")]
