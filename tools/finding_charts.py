@@ -160,10 +160,22 @@ def dead_reward_component() -> Example:
     return Example(_rows(steps, c), ("rewards/format/mean", "rewards/accuracy/mean"))
 
 
+def no_reward_signal() -> Example:
+    """A judge that gives every completion 0.5, whatever it says."""
+    steps, c, _ = _healthy(14)
+    for name in ("reward", "rewards/format/mean", "rewards/accuracy/mean"):
+        c.pop(name)
+    c["reward"] = np.full(len(steps), 0.5)
+    c["rewards/judge/mean"] = np.full(len(steps), 0.5)
+    c["frac_reward_zero_std"] = np.ones(len(steps))
+    c["reward_std"] = np.zeros(len(steps))
+    return Example(_rows(steps, c), ("reward",))
+
+
 EXAMPLES: dict[str, Callable[[], Example]] = {f.__name__: f for f in (
     zero_reward_spread, stalled, reward_collapse, entropy_collapse, entropy_blowup, kl_blowup,
     truncation, length_explosion, length_collapse, reward_hacking, train_test_divergence,
-    numerical_instability, dead_reward_component)}
+    numerical_instability, dead_reward_component, no_reward_signal)}
 
 
 def finding_of(category: str, example: Example) -> Finding:
