@@ -32,6 +32,7 @@ from app.metrics.names import EVAL_PREFIX, Row, canonical_name
 TRL_NAMES = frozenset({
     "reward", "reward_std", "frac_reward_zero_std", "kl", "entropy", "loss", "grad_norm",
     "learning_rate", "epoch", "num_tokens", "step_time", "clip_ratio",
+    "reward_max", "reward_min",  # the batch's best and worst reward (the zero-spread check)
     "runtime", "samples_per_second", "steps_per_second",  # eval_runtime & co (TRL's eval)
 })
 TRL_PREFIXES = ("completions/", "rewards/", "clip_ratio/", "sampling/", "objective/", "system/")
@@ -59,6 +60,7 @@ QUALIFIERS = MEAN_WORDS | frozenset({"train", "training", "rollout", "rollouts",
                                      "all", "per", "step", "actor", "critic", "grpo", "ppo", "pg",
                                      "raw"})
 SPREAD_WORDS = frozenset({"std", "stdev", "sd"})
+EXTREME_WORDS = frozenset({"max", "min"})
 # a summary other than the mean: never the metric itself (a max reward is not the reward)
 NOT_A_MEAN = SPREAD_WORDS | frozenset({"max", "min", "var", "variance", "median", "sum", "count",
                                        "num", "n", "cnt", "p50", "p90", "p95", "p99"})
@@ -162,14 +164,29 @@ def _component(key: str, spread: bool) -> str:
 
 
 def _reward_role(key: str, ws: set[str]) -> Candidate | None:
-    """The reward, its spread or a component, from a key holding a reward word."""
+    """The reward, its spread, the batch's best or worst reward, or a component, from a key
+    holding a reward word."""
     others = ws - REWARD_WORDS - QUALIFIERS - SPREAD_WORDS
     spread = bool(ws & SPREAD_WORDS)
-    if ws & (NOT_A_REWARD | (NOT_A_MEAN - SPREAD_WORDS)) or ws & EVAL_WORDS:
+    if ws & NOT_A_REWARD or ws & EVAL_WORDS:
+        return None
+    if extreme := _extreme(ws, others):
+        return Candidate(extreme, REWARD_RANK)
+    if ws & (NOT_A_MEAN - SPREAD_WORDS):
         return None
     if others:
         return Candidate(_component(key, spread), REWARD_RANK)
     return Candidate("reward_std" if spread else "reward", REWARD_RANK)
+
+
+def _extreme(ws: set[str], others: set[str]) -> str | None:
+    """``rollout_reward_max`` -> ``reward_max`` (``_min`` likewise): the batch's best and worst
+    reward, equal when every completion scored the same (what the zero-spread check reads);
+    never the reward itself. None for anything else (a component's max stays as it is)."""
+    extremes = ws & EXTREME_WORDS
+    if len(extremes) != 1 or others - EXTREME_WORDS or ws & (NOT_A_MEAN - EXTREME_WORDS):
+        return None
+    return f"reward_{extremes.pop()}"
 
 
 def _score_role(ws: set[str]) -> Candidate | None:

@@ -127,11 +127,11 @@ def test_a_live_run_reads_the_names_its_keys_infer_as_an_import_does(
     send(client, run_id, headers, rows, per_batch=5)
     report = findings(client, run_id)
     expected = {"rollout_reward_mean": "reward", "gradient_norm": "grad_norm",
-                "val_accuracy": "eval_reward"}
+                "val_accuracy": "eval_reward", "rollout_reward_max": "reward_max"}
     assert report["read_as"] == expected and report["verdict"] != "unknown"
     stored = series(client, run_id)
     assert stored["eval_reward"]["steps"] == [10, 20, 30, 40]
-    assert stored["rollout_reward_max"]["values"][0] == 1.0  # a max is never the reward
+    assert stored["reward"]["values"][0] == 0.5  # a max is never the reward
     path = tmp_path / "loop.jsonl"
     path.write_text("".join(json.dumps({"step": s, **m}) + "\n" for s, m in rows))
     assert diagnose_path(path).metrics == report["metrics"]
