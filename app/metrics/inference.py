@@ -80,6 +80,7 @@ NOT_A_COMPLETION = frozenset({"prompt", "prompts", "input", "query", "context", 
 COMPLETION_WORDS = frozenset({"completion", "completions", "response", "responses", "resp",
                               "gen", "generation", "generated", "output", "answer"})
 CLIP_WORDS = frozenset({"clip", "clipped", "clipping"})
+TOTAL_WORDS = frozenset({"total", "cumulative", "sum", "num", "count", "n"})
 TRUNCATION_WORDS = frozenset({"truncated", "truncation", "trunc", "overlong"})
 RATIO_WORDS = frozenset({"ratio", "frac", "fraction", "rate"})
 SHARE_WORDS = frozenset({"share", "dominance", "proportion"})
@@ -212,7 +213,11 @@ def _eval_rank(ws: set[str], unnamed: bool = False) -> int | None:
 
 
 def _length_role(ws: set[str]) -> str | None:
-    if not ws & LENGTH_WORDS or ws & (NOT_A_COMPLETION | SPREAD_WORDS | RATIO_WORDS | CLIP_WORDS):
+    """A completion length: ``mean_response_length``, ``max_response_len``, and tokens of a
+    completion (``completion_tokens``; a total or a cumulative count of them is no length)."""
+    tokens = bool(ws & {"token", "tokens"} and ws & COMPLETION_WORDS)
+    if not (ws & LENGTH_WORDS or tokens) or ws & (NOT_A_COMPLETION | SPREAD_WORDS | RATIO_WORDS
+                                                 | CLIP_WORDS | TOTAL_WORDS):
         return None
     for word, name in (("max", "completions/max_length"), ("min", "completions/min_length")):
         if word in ws:
@@ -271,8 +276,8 @@ def _eval_role(key: str, ws: set[str]) -> Candidate | None:
             - SPREAD_WORDS:
         return Candidate("eval_reward_std", REWARD_RANK)
     role = _train_role(key, rest)
-    if role is not None and role.name.startswith("rewards/"):  # an eval reward component
-        return Candidate(EVAL_PREFIX + role.name, role.rank)
+    # every eval reward competes for eval_reward: in ``val-aux/aime_2024/reward/best@16/mean``
+    # the extra words name a data set and a pick, not a reward component
     rank = _eval_rank(rest, unnamed=role is None)
     if rank is not None:
         return Candidate("eval_reward", rank)

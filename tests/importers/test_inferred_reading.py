@@ -183,6 +183,7 @@ def test_diagnose_no_longer_says_unknown(tmp_path: Path) -> None:
     ("mean_response_length", "completions/mean_length"),
     ("avg_completion_len", "completions/mean_length"),
     ("max_response_length", "completions/max_length"),
+    ("completion_tokens", "completions/mean_length"),
     ("truncated_frac", "completions/clipped_ratio"),
     ("completion_clip_ratio", "completions/clipped_ratio"),
     ("gradient_norm", "grad_norm"), ("grad_norm", "grad_norm"), ("gnorm", "grad_norm"),
@@ -193,7 +194,7 @@ def test_diagnose_no_longer_says_unknown(tmp_path: Path) -> None:
     ("reward/f", "rewards/f/mean"), ("Training Loss", "loss"), ("GradN", "grad_norm"),
     ("degenerate_frac", "frac_reward_zero_std"),
     ("zero_advantage_fraction", "frac_reward_zero_std"), ("eval/math", "eval_reward"),
-    ("val_format_reward", "eval_rewards/val_format_reward/mean"),
+    ("val-aux/aime_2024/reward/best@16/mean", "eval_reward"),
 ])
 def test_a_columns_role_comes_from_its_words(tmp_path: Path, key: str, name: str) -> None:
     rows = [{"step": s, key: 0.1 * s, "other": 1.0} for s in range(1, 5)]
@@ -203,7 +204,8 @@ def test_a_columns_role_comes_from_its_words(tmp_path: Path, key: str, name: str
 @pytest.mark.parametrize("key", ["rollout_reward_max", "reward_min", "reward_var", "Ent",
                                  "response_length", "reward_count", "reward_time_s",
                                  "nonzero_reward_ratio", "kl_coef", "KL%", "score",
-                                 "rewards_sum", "prompt_length_mean", "kl_dominance_ratio"])
+                                 "rewards_sum", "prompt_length_mean", "kl_dominance_ratio",
+                                 "total_completion_tokens"])
 def test_never_read_as_the_reward(tmp_path: Path, key: str) -> None:
     rows = [{"step": s, key: 0.1 * s} for s in range(1, 5)]
     read = names(write_jsonl(tmp_path / "m.jsonl", rows))
