@@ -35,6 +35,7 @@ Pair = tuple[int, dict]
 
 ROW_ORDER = "row order"
 MIN_ROWS_FOR_ORDER = 2  # one dict without a step is a config or a summary, not a run
+MAX_STEP_DIGITS = 20  # a longer number is no step (and int() refuses past 4300 digits)
 # step-like names, best first: a log with several takes the first that behaves like a step
 STEP_NAMES = ("_step", "grpo_step", "iteration", "iter", "update", "updates", "steps",
               "train_step", "global_iteration", "trainer/global_step")
@@ -105,7 +106,7 @@ def _whole(value: object) -> int | None:
         return None
     if isinstance(value, str):
         value = value.strip()
-        if not value.lstrip("-").isdigit():
+        if not value.lstrip("-").isdigit() or len(value) > MAX_STEP_DIGITS:
             return None
         return int(value)
     if isinstance(value, int):
