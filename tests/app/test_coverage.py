@@ -34,7 +34,7 @@ def test_the_run_page_and_api_say_what_was_checked_and_what_not(client: TestClie
     run_id = upload(client, "verl.log", verl_collapse())
     body = client.get(f"/api/runs/{run_id}/findings").json()
     assert {"reward", "entropy", "kl", "completions/clipped_ratio"} <= set(body["metrics"])
-    assert body["unchecked"]["zero_spread"] == "frac_reward_zero_std or reward_std"
+    assert body["unchecked"]["zero_spread"] == "frac_reward_zero_std or reward_std or reward_max"
     assert body["reason"] is None
     assert "reward_collapse" in {f["category"] for f in body["findings"]}
     page = client.get(f"/runs/{run_id}").text
@@ -42,7 +42,7 @@ def test_the_run_page_and_api_say_what_was_checked_and_what_not(client: TestClie
     assert checked.startswith("checked: ") and "reward" in checked and "entropy" in checked
     unchecked = one(page, "#coverage-unchecked").get_text()
     assert "could not check: " in unchecked
-    assert "zero spread (needs frac_reward_zero_std or reward_std)" in unchecked
+    assert "zero spread (needs frac_reward_zero_std or reward_std or reward_max)" in unchecked
 
 
 def test_the_import_form_takes_a_key_mapping(client: TestClient) -> None:

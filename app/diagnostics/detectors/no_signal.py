@@ -13,7 +13,7 @@ is a task no completion solves as much as a reward that cannot pay out, and it s
 from __future__ import annotations
 
 from app.diagnostics.detector import COMPONENTS, Detector
-from app.diagnostics.detectors.zero_spread import CRITICAL, METRIC, REWARD_STD
+from app.diagnostics.detectors.zero_spread import METRIC, REWARD_STD, ZERO_STD_STEPS
 from app.diagnostics.history import MetricHistory
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import r3
@@ -36,10 +36,14 @@ def constant(h: MetricHistory | None) -> bool:
 
 
 def _spread_agrees(view: View) -> bool:
-    """Every logged spread metric says no group had spread (or none is logged)."""
+    """A spread metric was logged and every one logged says no group had spread: a constant
+    batch mean alone could still hide groups that differ inside."""
     frac, std = view.hist(METRIC), view.hist(REWARD_STD)
-    return ((frac is None or frac.gmin is None or frac.gmin >= CRITICAL)
-            and (std is None or std.gmax is None or std.gmax <= TOL))
+    same = view.hist(ZERO_STD_STEPS)
+    logged = [h for h in (frac, std, same) if h is not None and h.gmin is not None]
+    return bool(logged) and ((frac is None or frac.gmin is None or frac.gmin >= 1.0)
+                             and (std is None or std.gmax is None or std.gmax <= TOL)
+                             and (same is None or same.gmin is None or same.gmin >= 1.0))
 
 
 def detect(view: View) -> list[Finding]:
@@ -58,5 +62,5 @@ def detect(view: View) -> list[Finding]:
         actions=ACTIONS, metric="reward")]
 
 
-DETECTORS = (Detector("no_signal", ("reward", METRIC, REWARD_STD, COMPONENTS), detect,
-                      needs=("reward",)),)
+DETECTORS = (Detector("no_signal", ("reward", METRIC, REWARD_STD, ZERO_STD_STEPS, COMPONENTS),
+                      detect, needs=("reward",)),)
