@@ -171,10 +171,12 @@ def run_all(split: str | None = None) -> list[Result]:
 def detector_table(results: list[Result]) -> dict[str, dict]:
     """Per category: true positives (found where needed, any severity), false alarms (raised at
     warning or critical where the label forbids it), misses (needed, not found); precision and
-    recall from them."""
-    tp, fp, fn = Counter(), Counter(), Counter()
+    recall from them; ``unlabelled``: raised at warning or critical where the label neither
+    needs nor forbids it (neither right nor wrong by the label, shown so none hides)."""
+    tp, fp, fn, other = Counter(), Counter(), Counter(), Counter()
     for r in results:
         needed = {c for g in r.label.need for c in g}
+        other.update(c for c in r.raised if c not in needed and c not in r.label.forbid)
         for g in r.label.need:
             hit = r.noted.intersection(g)
             if hit:
@@ -183,11 +185,11 @@ def detector_table(results: list[Result]) -> dict[str, dict]:
                 fn.update(g[:1])
         fp.update(c for c in r.raised if c in r.label.forbid and c not in needed)
     out = {}
-    for c in sorted(set(tp) | set(fp) | set(fn)):
+    for c in sorted(set(tp) | set(fp) | set(fn) | set(other)):
         prec = tp[c] / (tp[c] + fp[c]) if tp[c] + fp[c] else None
         rec = tp[c] / (tp[c] + fn[c]) if tp[c] + fn[c] else None
         out[c] = {"tp": tp[c], "false_alarms": fp[c], "misses": fn[c],
-                  "precision": prec, "recall": rec}
+                  "precision": prec, "recall": rec, "unlabelled": other[c]}
     return out
 
 
@@ -220,10 +222,11 @@ def report(results: list[Result]) -> str:
             mark = "ok  " if r.passed else "FAIL"
             lines.append(f"  {mark} {r.slug:<48} {r.verdict:<9} "
                          + ("; ".join(r.problems) if r.problems else ""))
-    lines.append("== per detector (all splits): tp / false alarms / misses, precision, recall")
+    lines.append("== per detector (all splits): tp / false alarms / misses / unlabelled, "
+                 "precision, recall")
     for c, d in detector_table(results).items():
-        lines.append(f"  {c:<26} {d['tp']:>3} {d['false_alarms']:>3} {d['misses']:>3}  "
-                     f"P {_fmt(d['precision'])}  R {_fmt(d['recall'])}")
+        lines.append(f"  {c:<26} {d['tp']:>3} {d['false_alarms']:>3} {d['misses']:>3} "
+                     f"{d['unlabelled']:>3}  P {_fmt(d['precision'])}  R {_fmt(d['recall'])}")
     return "\n".join(lines)
 
 
