@@ -421,3 +421,14 @@ def test_eval_rows_marked_by_a_flag_with_their_own_score_name_show_divergence(tm
     d = diagnose_path(path)
     assert "eval_reward" in d.metrics and "reward" in d.metrics
     assert "train_test_divergence" in _raised(d.findings)
+
+
+def test_a_long_ramp_and_fall_is_a_collapse_measured_on_single_rows():
+    """20k steps (buckets of 256 rows): the bucket means' differences are the ramp itself, so
+    the single-row noise comes from the ranges inside the buckets, not from them."""
+    rng = np.random.default_rng(23)
+    steps = np.arange(1, 20_001)
+    level = np.where(steps <= 8000, 0.1 + 0.7 * steps / 8000,
+                     0.8 - 0.6 * np.minimum(1.0, (steps - 8000) / 8000))
+    reward = level + rng.normal(0, 0.05, len(steps))
+    assert "reward_collapse" in _raised(diagnose(rows_from(steps, reward=reward)).findings)

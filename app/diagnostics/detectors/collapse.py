@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
 from app.diagnostics.detector import Detector
 from app.diagnostics.detectors.common import NO_NOISE, early, recent
+from app.diagnostics.history import MetricHistory
 from app.diagnostics.model import Finding
 from app.diagnostics.stats import med, noise_sigma, r3, rolling_median
 from app.diagnostics.view import Series, View
@@ -50,6 +52,18 @@ def _stays(s: Series, smooth: np.ndarray, rec: np.ndarray, mid: float) -> bool:
     return mid - med(rec) >= STAY_SIGMA * se
 
 
+def single_point_noise(h: MetricHistory) -> float:
+    """One logged row's noise from the ranges inside the buckets: their mean over the mean
+    range of n normal draws (Blom's 2 z((n - 3/8) / (n + 1/4))); 0 for an unbucketed history,
+    whose points are rows. Why not the bucket means' noise scaled by sqrt(n): on a long trend
+    their differences are the trend itself (a 20k-step ramp read as 0.3 of noise)."""
+    if h.width == 1:
+        return 0.0
+    n = float(med(h.cnt))
+    spread = 2 * NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n >= 2 else 0.0
+    return float(np.mean(h.vmax - h.vmin)) / spread if spread > 0 else 0.0
+
+
 def reward_scale(view: View) -> float:
     """The reward's scale: [0, max(observed max, 1)] when it is never negative, else its
     observed range."""
@@ -75,7 +89,7 @@ def detect(view: View) -> list[Finding]:
     # a single logged point's noise: a bucket mean of n rows is sqrt(n) quieter than one row
     bucket_sigma = noise_sigma(s.values) or NO_NOISE
     sigma = bucket_sigma * math.sqrt(MEDIAN_VAR / k)  # sd of a k-point median
-    point_sigma = bucket_sigma * math.sqrt(float(med(view.hist(METRIC).cnt)))
+    point_sigma = single_point_noise(view.hist(METRIC)) or bucket_sigma
     drop, gained = best - now, best - min(base, now)
     if (best_step >= s.steps[-len(rec)] or drop < DROP_SIGMA * sigma
             or drop < POINT_NOISE_MIN * point_sigma or drop < SCALE_SHARE_MIN * reward_scale(view)
