@@ -149,3 +149,20 @@ def test_a_group_size_fix_without_captured_rollouts_shows_no_table(client: TestC
     finding_id = _with_findings(parent_id, _zero_spread())
     page = html(client.get(f"/runs/new?from={parent_id}&fix={finding_id}").text)
     assert page.select("#fix-group-sizes") == [] and page.select("#fix-changes")
+
+
+def test_no_larger_group_is_offered_where_the_findings_figures_say_it_cannot_help(
+        client: TestClient) -> None:
+    """Groups that all tie at exactly 0 of a reward that can go negative ("all_zero"): a larger
+    group splits no tie, so neither the page nor the fix URL offers it (issue 54); a reward that
+    never varies is no_reward_signal, which has no settings fix at all."""
+    parent_id, _ = queued_run(tiny_spec(name="ties", num_generations=4, max_steps=30))
+    tie = Finding(category="zero_reward_spread", severity="critical", first_step=3, last_step=9,
+                  summary="all tie at 0", evidence={"kind": "all_zero"},
+                  metric="frac_reward_zero_std")
+    constant = Finding(category="no_reward_signal", severity="critical", first_step=1,
+                       last_step=9, summary="constant", metric="reward")
+    finding_id = _with_findings(parent_id, tie, constant)
+    page = client.get(f"/runs/{parent_id}").text
+    assert "try-fix-button" not in page and "Try this fix" not in page
+    assert client.get(f"/runs/new?from={parent_id}&fix={finding_id}").status_code == 409

@@ -22,12 +22,14 @@ STEPS = 8  # an exact, total zero-spread signal is judged on a few rows (a smoke
 
 
 def zero_spread_run(live: Stack) -> int:
-    """A finished tiny run with a constant reward: every group scored the same on every step,
-    diagnosed by the real pipeline as a worker's reports are."""
-    spec = RunSpec(name="flat reward", model="builtin:tiny-random", num_generations=2,
-                   max_steps=STEPS, rewards=[{"name": "constant", "params": {"value": 1.0}}])
-    rows = [(s, {"reward": 1.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0, "loss": 0.0})
-            for s in range(1, STEPS + 1)]
+    """A finished tiny run whose prompts are too hard: almost every group scores all 0, a rare
+    success now and then, diagnosed by the real pipeline as a worker's reports are. (A reward
+    that is the same for every completion is no_reward_signal, which offers no larger group:
+    issue 54.)"""
+    spec = RunSpec(name="too hard", model="builtin:tiny-random", num_generations=2,
+                   max_steps=STEPS, rewards=[{"name": "exact_answer"}])
+    rows = [(s, {"reward": 0.05 if s % 3 == 0 else 0.0, "reward_std": 0.02,
+                 "frac_reward_zero_std": 0.97, "loss": 0.0}) for s in range(1, STEPS + 1)]
     engine = make_engine(live.database_url)
     try:
         with Session(engine) as db:
