@@ -432,3 +432,15 @@ def test_a_long_ramp_and_fall_is_a_collapse_measured_on_single_rows():
                      0.8 - 0.6 * np.minimum(1.0, (steps - 8000) / 8000))
     reward = level + rng.normal(0, 0.05, len(steps))
     assert "reward_collapse" in _raised(diagnose(rows_from(steps, reward=reward)).findings)
+
+
+def test_every_count_bound_check_says_when_a_run_is_too_short_for_it():
+    """Five rows of KL, components, lengths and three eval points: each check that needs more
+    rows lists itself with the reason, none passes silently."""
+    rows = [(s, {"reward": 0.1 * s, "kl": 0.01, "rewards/a/mean": 0.1 * s, "rewards/b/mean": 0.2,
+                 "completions/mean_length": 100.0 + s, **({"eval_reward": 0.1} if s % 2 else {})})
+            for s in range(1, 6)]
+    unchecked = diagnose(rows).unchecked
+    for check, reason in (("kl_level", "5 rows; needs 6"), ("hacking", "5 rows; needs 8"),
+                          ("length_level", "5 rows; needs 6"), ("divergence", "3 rows; needs 4")):
+        assert unchecked.get(check) == reason, (check, unchecked)

@@ -125,4 +125,5 @@ def detect(view: View) -> list[Finding]:
         actions=ACTIONS, metric="eval_reward")]
 
 
-DETECTORS = (Detector("divergence", ("eval_reward", "reward"), detect),)
+DETECTORS = (Detector("divergence", ("eval_reward", "reward"), detect,
+                      min_points=MIN_EVAL_PTS),)

@@ -279,4 +279,4 @@ def _any_pair(comps: dict[str, Series], scale: float) -> list[Finding]:
         actions=ACTIONS, metric=falling)]
 
 
-DETECTORS = (Detector("hacking", (COMPONENTS, "reward"), detect),)
+DETECTORS = (Detector("hacking", (COMPONENTS, "reward"), detect, min_points=MIN_PTS),)

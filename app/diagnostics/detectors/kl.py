@@ -89,7 +89,8 @@ def _spikes(view: View) -> list[Finding]:
         evidence=sp.evidence(METRIC), actions=SPIKE_ACTIONS, metric=METRIC)]
 
 
-DETECTORS = (Detector("kl_level", (METRIC,), _level), Detector("kl_spikes", (METRIC,), _spikes))
+DETECTORS = (Detector("kl_level", (METRIC,), _level, min_points=MIN_PTS),
+             Detector("kl_spikes", (METRIC,), _spikes))
 
 def _penalised(settings: Settings) -> bool:
     """Doubling beta does nothing when it is 0 (no reference model): lower the rate then."""

@@ -236,8 +236,9 @@ def _collapse(view: View, s: Series, base: float, now: float, ev: dict) -> Findi
         actions=COLLAPSE_ACTIONS, metric=LENGTH)
 
 DETECTORS = (Detector("truncation", (CLIPPED, LENGTH, MAX_LENGTH), _truncation,
-                      needs=(CLIPPED, LENGTH, MAX_LENGTH)),
-             Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse))
+                      needs=(CLIPPED, LENGTH, MAX_LENGTH), min_points=MIN_PTS),
+             Detector("length_level", (LENGTH, CLIPPED, "reward"), _growth_and_collapse,
+                      min_points=MIN_TREND_PTS))
 
 
 def _dapo_penalty_line(settings: Settings) -> str:
