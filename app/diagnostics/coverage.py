@@ -44,7 +44,7 @@ def unchecked(detectors: Iterable[Detector], names: Iterable[str],
             continue
         if not d.can_check(read):
             out[d.name] = " or ".join(d.required)
-        elif extent is not None and (short := d.too_short(*extent(d))):
+        elif extent is not None and d.bounded and (short := d.too_short(*extent(d))):
             out[d.name] = short
     return out
 

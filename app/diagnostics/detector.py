@@ -56,6 +56,11 @@ class Detector:
                    for n in names)
 
 
+    @property
+    def bounded(self) -> bool:
+        """True when the check declares a least span or row count (``too_short`` can say no)."""
+        return bool(self.min_steps or self.min_points)
+
     def too_short(self, span: int, rows: int) -> str | None:
         """Why a run of ``span`` steps and ``rows`` rows is too short for this check, or None."""
         if self.min_steps and span < self.min_steps:

@@ -52,6 +52,12 @@ ACTIONS = ["Inspect train rollouts with high reward: is the reward being gamed?"
            "Stop at the checkpoint with the best eval reward"]
 
 
+def _ends(w: Series) -> tuple[float, float]:
+    """Medians of train's first and last third over the window."""
+    return (med(head(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS)),
+            med(tail(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS)))
+
+
 def _train_rise(w: Series) -> tuple[float, float, float]:
     """(rank rho, rise in standard errors, rise) of train over the eval window."""
     first = head(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS)
@@ -84,8 +90,7 @@ def gap_start(e: Series, w: Series, eval_fell: bool) -> int:
     train left its early level."""
     k = max(3, (len(w) // 10) | 1)
     smooth = rolling_median(w.values, k)
-    lo = med(head(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS))
-    hi = med(tail(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS))
+    lo, hi = _ends(w)
     climbed = run_start(w.steps, smooth >= lo + GAP_START_SHARE * (hi - lo)) or w.first
     if not eval_fell:
         return climbed
@@ -101,8 +106,8 @@ def detect(view: View) -> list[Finding]:
     if len(w) < MIN_TRAIN_PTS:
         return []
     rho_t, z_t, rise = _train_rise(w)
-    level = max(abs(med(head(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS))),
-                abs(med(tail(w.steps, w.values, TRAIN_THIRD, HALF_MIN_PTS))))
+    first, last = _ends(w)
+    level = max(abs(first), abs(last))
     if rho_t < rho_crit(len(w)) or z_t < TRAIN_RISE_Z or rise < TRAIN_RISE_SHARE * level:
         return []
     rho_e, gain_sigmas, gain = _eval_gain(e)
@@ -114,8 +119,7 @@ def detect(view: View) -> list[Finding]:
     return [Finding(
         category="train_test_divergence", severity="warning", first_step=start,
         last_step=max(e.last, w.last),
-        summary=(f"Train reward rises ({med(head(w.steps, w.values, TRAIN_THIRD, 2)):.3g} -> "
-                 f"{med(tail(w.steps, w.values, TRAIN_THIRD, 2)):.3g}) while eval reward {how} "
+        summary=(f"Train reward rises ({first:.3g} -> {last:.3g}) while eval reward {how} "
                  f"(steps {start}-{e.last}): the gap widens beyond noise, the policy learns "
                  "something that does not transfer — likely reward hacking."),
         evidence={"train_rank_trend_rho": r3(rho_t), "train_rise_in_std_errors": r3(z_t),

@@ -55,8 +55,9 @@ def detect(view: View) -> list[Finding]:
     base, now, tail_vals = med(early(s)), med(recent(s)), recent(s)
     if base <= 0:
         return []
-    if now <= COLLAPSE_RATIO * starting_level(s):  # fell from where it started (first points)
-        base = starting_level(s)
+    start_level = starting_level(s)
+    if now <= COLLAPSE_RATIO * start_level:  # fell from where it started (first points)
+        base = start_level
     for shifted in (s.values < COLLAPSE_STAY * base, s.values > BLOWUP_STAY * base):
         shift = settled_since(s, shifted)
         if shift is not None:  # a sudden shift: judge the points since, not the window

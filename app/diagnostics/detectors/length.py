@@ -164,8 +164,9 @@ def _growth_and_collapse(view: View) -> list[Finding]:
     base, now = med(early(s)), med(recent(s))
     if base <= 0:
         return []
-    if now <= COLLAPSE_RATIO * starting_level(s):  # fell from where it started (first points)
-        base = starting_level(s)
+    start_level = starting_level(s)
+    if now <= COLLAPSE_RATIO * start_level:  # fell from where it started (first points)
+        base = start_level
     ratio, cap = now / base, view.context.max_completion_length
     rising_reward = improving(task_reward(view))
     ev = {"early_mean_length": r3(base), "recent_mean_length": r3(now),
