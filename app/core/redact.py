@@ -11,9 +11,12 @@ terminal it is printed in; plain text, tabs, newlines and carriage returns stay.
 
 Every pattern is anchored at a word start and bounded in length, so a megabyte without spaces
 costs linear time (an unbounded ``[\w.-]*?password`` was quadratic: a 1 MB word took minutes).
-The patterns are deliberately specific (a prefix or a ``name=value`` shape): a bare random
-string cannot be told from a hash, so the run's own token is redacted by its exact value
-(``extra``), which the report API knows from the request that carries it.
+The patterns are deliberately specific (a prefix or a ``name=value`` shape); the run's own
+token is redacted by its exact value (``extra``), which the report API knows from the request
+that carries it. Issue 55 added the shapes that still reached other users: an
+``Authorization`` header of any scheme (``Basic``, GitHub's ``token``), a command line's
+``--password x``, a netrc entry, and the bare token of *another* run (which only its shape can
+find: ``secrets.token_urlsafe(32)``, 43 URL-safe characters mixing cases and a digit or ``-_``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ _KEYS = re.compile(
     r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"  # OpenAI, Anthropic
     r"|\bwandb_v1_[A-Za-z0-9_\-]{20,}"  # W&B (new format)
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"  # GitHub fine-grained
     r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
 )
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----")
@@ -79,6 +83,39 @@ _URL_CREDENTIALS = re.compile(
     r"((?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^/\s:@]{0,200}:)([^/\s@]{1,200})@")
 
 
+# ``Authorization: <scheme> <credentials>`` (or a bare value), in a header line, a curl ``-H``
+# or a printed headers dict: whatever the scheme, what follows it is a credential.
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization[\"']?[ \t]{0,8}[:=][ \t]{0,8}[\"']?"
+    r"(?:(?:basic|bearer|token|digest|negotiate|ntlm|apikey|aws4-hmac-sha256)[ \t]{1,8})?)"
+    r"(?!\[redacted\])([^\s\"',;]{1,4000})")
+# A command line's ``--password x`` / ``--hf-token=x`` (or the same flag and value as two items
+# of a printed argv list): the flag names a secret, so even a one-character value is one.
+_FLAG = re.compile(
+    r"(?i)((?<![\w-])--?([\w-]{0,40}?(?:password|passwd|secret|token|api[_-]?key"
+    r"|access[_-]?key|auth))(?:[\"'],?)?(?:[ \t]{1,8}[\"']?|=))(?!\[redacted\])(?!-)"
+    r"([^\s\"',;]{1,200})")
+# netrc: ``machine h login u password KEY`` on one line, or ``password KEY`` alone on its line.
+_NETRC = re.compile(
+    r"(?im)((?:\b(?:login|account)[ \t]+\S{1,200}[ \t]+|^[ \t]*)password[ \t]+)"
+    r"(?!\[redacted\])(\S{1,200})(?=[ \t]*$|[ \t]+(?:machine|login|account|macdef|default)\b)")
+# Another run's token: 43 URL-safe characters standing alone, with both cases and a digit or
+# ``-``/``_`` (a hex digest, a lower-case identifier or a CamelCase word lacks one of them).
+_RUN_TOKEN = re.compile(r"(?<![\w\-=+/])[\w\-]{43}(?![\w\-=+/])")
+_TOKEN_CLASSES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"[0-9_\-]"))
+
+
+def _flag(match: re.Match[str]) -> str:
+    if _NOT_SECRET.fullmatch(match.group(2).replace("-", "_").lstrip("_")):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+def _run_token(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return REDACTED if all(c.search(word) for c in _TOKEN_CLASSES) and word.isascii() else word
+
+
 def strip_terminal(text: str) -> str:
     """The text without terminal control sequences: what a person reads, nothing a terminal acts on."""
     return _TERMINAL.sub("", text)
@@ -107,6 +144,10 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     text = _KEYS.sub(REDACTED, _without_private_keys(text))
     text = _URL_CREDENTIALS.sub(rf"\1{REDACTED}@", text)
     text = _BEARER.sub(rf"\1{REDACTED}", text)
+    text = _AUTH_HEADER.sub(rf"\1{REDACTED}", text)
+    text = _FLAG.sub(_flag, text)
+    text = _NETRC.sub(rf"\1{REDACTED}", text)
+    text = _RUN_TOKEN.sub(_run_token, text)
     text = _WANDB_LOGIN.sub(rf"\1{REDACTED}", text)
     return _NAMED.sub(_named, text)
 
