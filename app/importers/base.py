@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from app.core.json_body import MAX_DEPTH
+from app.core.json_body import depth as json_depth
 from app.metrics.names import Row, normalize_row
 from grpodeck.contract.limits import MAX_STEP  # the same bound as the report API's
 
@@ -107,23 +109,7 @@ def step_of(d: dict) -> int | None:
 # What parsing untrusted text as a Python or JSON literal can raise besides a clean "no"
 JSON_LIKE_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError,
                     OverflowError)
-MAX_JSON_DEPTH = 200  # TRL's deepest document (trainer_state.json) nests 3 levels
-
-
-def json_depth(value: object, limit: int = MAX_JSON_DEPTH) -> int:
-    """How deep containers nest in a parsed document, counted without recursion and
-    stopping once past ``limit``."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children
-                         if isinstance(child, dict | list))
-    return deepest
+MAX_JSON_DEPTH = MAX_DEPTH  # TRL's deepest document (trainer_state.json) nests 3 levels
 
 
 def load_json(text: str, path: str) -> object:

@@ -25,6 +25,7 @@ from starlette.types import Scope
 from app.auth.identity import Identity
 from app.auth.middleware import identify
 from app.core.db import SessionDep, write
+from app.core.json_body import NotJson, loads
 from app.ingest import pipeline
 from app.ingest.external import register_external
 from app.ingest.fast_path import FastRoute, Handover
@@ -56,11 +57,12 @@ API = "/api/2.0/mlflow"
 
 
 async def _body(request: Request) -> Any:
-    """The JSON body, read here so that a bad one is MLflow's 400, not the app's 422."""
+    """The JSON body, read here so that a bad one is MLflow's 400 with the reason (too deep, a
+    number past the digit limit: ``json_body.loads``), not the app's 422 or a 500."""
     try:
-        return json.loads(await request.body() or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise invalid("the request body is not JSON") from None
+        return loads(await request.body() or b"{}")
+    except NotJson as exc:
+        raise invalid(f"the request body is not JSON this API reads: {exc.why}") from None
 
 
 Body = Annotated[Any, Depends(_body)]
@@ -210,14 +212,14 @@ def fast_log_batch(_: re.Match[str], scope: Scope, headers: Headers, body: bytes
     being TRL's ``report_to="mlflow"``: the body read as ``_body`` reads it, the caller found as
     ``mlflow_identity`` finds it, then ``_log``. Anything refused goes the regular way, which
     answers it in MLflow's shape."""
-    batch = LogBatch.model_validate(json.loads(body or b"{}"))
+    batch = LogBatch.model_validate(loads(body or b"{}"))
     caller, _ = identify(scope, header_key(headers.get("authorization")), None)
     if caller is None:
         return Handover.REGULAR
     return json.dumps(_log(db, caller, batch)).encode()
 
 
-# json.loads' errors (bad JSON, bad UTF-8) and pydantic's ValidationError are ValueErrors.
+# loads' NotJson (bad, too deep, too long) and pydantic's ValidationError are ValueErrors.
 LOG_BATCH_ROUTE = FastRoute(re.compile(f"^/mlflow{API}/runs/log-batch$"), fast_log_batch,
                             refused=(ValueError, MlflowError), check_origin=True)
 
