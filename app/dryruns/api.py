@@ -29,6 +29,13 @@ def dry_run_or_404(db: SessionDep, dry_run_id: int) -> DryRun:
     return dry
 
 
+def ticketed(db: SessionDep, dry_run_id: int) -> DryRun | None:
+    """The dry run a ticket route names, or None; these routes are open to anyone (the ticket
+    is their credential), so a missing id must get the same 401 as a wrong ticket: a 404
+    told anonymous callers which ids exist (issue 55)."""
+    return service.get(db, dry_run_id)
+
+
 def as_json(dry: DryRun) -> dict[str, Any]:
     """The record with its result's fields at the top level (``zero_spread_share``,
     ``rewards``, ``verdict``, ...); null while the worker has not answered."""
@@ -61,10 +68,11 @@ def get_one(dry_run_id: int, db: SessionDep) -> dict[str, Any]:
                     responses={401: {"description": "wrong or spent ticket"}})
 def result(dry_run_id: int, body: DryRunResultIn, db: SessionDep,
            authorization: Annotated[str | None, Header()] = None) -> None:
-    """The worker's scores (or the error that stopped it); accepted once."""
-    dry = dry_run_or_404(db, dry_run_id)
+    """The worker's scores (or the error that stopped it); accepted once. A missing dry run
+    gets the wrong ticket's 401 (``ticketed``)."""
+    dry = ticketed(db, dry_run_id)
     ticket = (authorization or "").removeprefix("Bearer ").strip()
-    if not service.accept_result(db, dry, ticket, body.model_dump()):
+    if dry is None or not service.accept_result(db, dry, ticket, body.model_dump()):
         db.rollback()
         raise HTTPException(status.HTTP_401_UNAUTHORIZED,
                             f"dry run {dry_run_id}: wrong ticket, or its result is already in")
@@ -78,9 +86,9 @@ def alive(dry_run_id: int, body: DryRunAliveIn, db: SessionDep,
     """The worker started this dry run, or still samples it (every few seconds): a dry run
     whose worker goes silent is failed by the scheduler (``app.dryruns.lost``). 401 tells a
     worker holding a redelivered message that the dry run is over: it must not sample."""
-    dry = dry_run_or_404(db, dry_run_id)
+    dry = ticketed(db, dry_run_id)
     ticket = (authorization or "").removeprefix("Bearer ").strip()
-    if not service.mark_alive(dry, ticket, body.worker):
+    if dry is None or not service.mark_alive(dry, ticket, body.worker):
         db.rollback()
         raise HTTPException(status.HTTP_401_UNAUTHORIZED,
                             f"dry run {dry_run_id}: wrong ticket, or the dry run is over")
