@@ -37,6 +37,56 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+# Output fields nbformat's reader joins when they are lists of lines (v4's ``text``; v3's
+# ``text`` and the mime types it keeps beside it): a list holding a number breaks the join
+MULTILINE = ("text", "html", "svg", "latex", "javascript", "json")
+
+
+def _lines(value: object) -> object:
+    """A list of lines keeps only its strings; anything else as it was."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else value
+
+
+def _cleaned_output(out: dict) -> dict:
+    """One output with ``data`` an object (dropped otherwise) and its line lists all text."""
+    clean = {k: _lines(v) if k in MULTILINE else v for k, v in out.items() if k != "data"}
+    if isinstance(data := out.get("data"), dict):
+        clean["data"] = {mime: _lines(v) for mime, v in data.items()}
+    return clean
+
+
+def _cleaned_outputs(outputs: object) -> list[dict]:
+    """A cell's outputs as a list of objects: one output saved without its list is read as
+    the one it is; anything that is not an output object is left out."""
+    if isinstance(outputs, dict):
+        outputs = [outputs]
+    if not isinstance(outputs, list):
+        return []
+    return [_cleaned_output(out) for out in outputs if isinstance(out, dict)]
+
+
+def _cleaned_cells(cells: object) -> list[dict]:
+    if not isinstance(cells, list):
+        return []
+    return [{**cell, "outputs": _cleaned_outputs(cell["outputs"])} if "outputs" in cell
+            else cell for cell in cells if isinstance(cell, dict)]
+
+
+def cleaned(data: dict) -> dict:
+    """The notebook with its cells and outputs in the shape nbformat's reader assumes.
+
+    Why: the reader calls ``.get`` and ``.items`` on what it expects to be objects, so an
+    ``outputs`` saved as an object (or ``data`` as a list) raised AttributeError inside it,
+    which it re-raises as jsonschema's ValidationError: a 500 (issue 55). Cleaned, the cells
+    that make sense are read, and the rest is left out rather than refusing the notebook."""
+    clean = {**data, "cells": _cleaned_cells(data.get("cells"))}
+    if "worksheets" in data:  # version 3: cells inside worksheets
+        sheets = data["worksheets"] if isinstance(data["worksheets"], list) else []
+        clean["worksheets"] = [{**sheet, "cells": _cleaned_cells(sheet.get("cells"))}
+                               for sheet in sheets if isinstance(sheet, dict)]
+    return clean
+
+
 def _outputs(nb: object) -> list[dict]:
     cells = getattr(nb, "cells", None) or []
     return [out for cell in cells if isinstance(cell, dict)
@@ -65,8 +115,9 @@ def parse(data: dict, where: str, logging_steps: int, read_text: TextReader) -> 
     import nbformat
 
     try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-    except (*JSON_LIKE_ERRORS, KeyError, AttributeError, nbformat.reader.NotJSONError) as exc:
+        nb = nbformat.reads(json.dumps(cleaned(data)), as_version=4)
+    except (*JSON_LIKE_ERRORS, KeyError, AttributeError, nbformat.reader.NotJSONError,
+            nbformat.ValidationError) as exc:  # what cleaning left nbformat cannot read
         raise LogFormatError(where, f"not a readable notebook ({type(exc).__name__})") from None
     tables, printed = _collect(_outputs(nb))
     for table in reversed(tables):
