@@ -23,7 +23,13 @@ from typing import IO, Any
 from celery import Task
 
 from grpodeck.client import spool
-from grpodeck.contract.log_markers import MARKERS_ENV, MARKERS_FILE, slot_line
+from grpodeck.contract.log_markers import (
+    MARKERS_ENV,
+    MARKERS_FILE,
+    PREAMBLE_END,
+    preamble_lines,
+    slot_line,
+)
 from grpodeck.contract.tasks import TRAIN_RUN
 from worker.artifacts import upload_saved
 from worker.celery_app import celery_app
@@ -130,7 +136,9 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
             launched = multi_process_command(spec, out, command, stdout)
         except ValueError as exc:  # this worker cannot start it on its devices
             return _refused(client, run_id, str(exc))
+        vouch_preamble(out)
         shipper = LogShipper(client, out)
+        shipper.ship()  # the vouched preamble is on the server before the child can write
         warm_args = args if launched is command and _may_fork(client, shipper) else None
         proc = _start_child(launched, warm_args, env, stdout, stderr)
         rc = _wait(proc, client, settings.control_poll_seconds, settings.cancel_grace_seconds,
@@ -144,6 +152,16 @@ def _train_claimed(client: RunClient, run_id: int, spec: dict[str, Any], report_
     except RunConflict as exc:  # ended on the server meanwhile (lost, or cancelled and gone)
         log.warning("run %s: the server no longer takes its reports: %s", run_id, exc)
     return rc
+
+
+def vouch_preamble(out: Path) -> None:
+    """Write what this supervisor put at the start of stdout (its slot and launch lines) to the
+    run's markers file, closed by ``PREAMBLE_END``, before the child starts: the shipper signs
+    it, and the Devices panel believes only that (issue 55), never stdout, where the child's
+    own first line may pose as one."""
+    with (out / "stdout.log").open("rb") as fh:
+        opening = fh.read(4096).decode("utf-8", "replace")
+    (out / MARKERS_FILE).write_text(preamble_lines(opening) + PREAMBLE_END)
 
 
 def _may_fork(client: RunClient, shipper: LogShipper) -> bool:

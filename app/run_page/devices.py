@@ -1,9 +1,9 @@
 """The run page's Devices panel (issue 26): what the run runs on, and each rank's progress.
 
 Why from the log: the worker already ships its output; the lines read here are the markers of
-``grpodeck.contract.log_markers`` (the supervisor's preamble at the start of stdout, the ranks'
-lines as the supervisor shipped and signed them: a rank line printed to stdout or stderr is
-plain log text), so the panel needs no table and works for any run whose log is stored. The
+``grpodeck.contract.log_markers`` (the supervisor's preamble and the ranks' lines, as the
+supervisor shipped and signed them in the markers stream: such a line printed to stdout or
+stderr is plain log text), so the panel needs no table and works for any run whose log is stored. The
 failed rank the supervisor names in the run's error (``rank N: ...``, sent with the token-bound
 ``finished`` call) counts as well: a rank killed hard prints no line of its own.
 """
@@ -22,8 +22,8 @@ from grpodeck.contract.log_markers import (
     MARKERS_STREAM,
     Preamble,
     RankState,
-    parse_preamble,
     parse_ranks,
+    parse_vouched,
     verified,
 )
 
@@ -58,12 +58,20 @@ def _facts(spec: dict[str, Any], processes: int, preamble: Preamble) -> list[tup
     return facts
 
 
+def vouched_preamble(db: Session, run: Run) -> Preamble:
+    """The preamble the run's supervisor signed at the start of the markers stream. Never
+    stdout's opening lines (issue 55): an outside run's script, a child on a worker without
+    device slots, or a token holder posting at offset 0 writes those."""
+    opening = log_service.opening(db, run.id, MARKERS_STREAM)
+    return parse_vouched(verified(opening, run.marker_key))
+
+
 def devices_panel(db: Session, run: Run) -> DevicesPanel | None:
     """The panel's content, or None when there is nothing to show: a single-process run that
     got no device slot (a plain CPU worker)."""
     spec = run.spec or {}
     processes = _processes(spec)
-    preamble = parse_preamble(log_service.opening(db, run.id))
+    preamble = vouched_preamble(db, run)
     if processes < 2 and preamble.visible is None:
         return None
     ranks: dict[int, RankState] = {}

@@ -5,8 +5,12 @@ kept with the run, and needs no table; both ends build and read the lines here, 
 drift apart. What each marker is worth:
 
 - the supervisor's preamble (``slot_line``, ``launch_line``) is written at the very start of
-  the run's stdout *before the training child starts*, so only lines at the start of the chunk
-  at offset 0 count: nothing the child (or a model it samples) prints can come first;
+  the run's stdout *before the training child starts*, for people, and the same lines with
+  ``PREAMBLE_END`` after them to the markers file, which the supervisor ships (signed, below)
+  before it starts the child; the panel believes only that signed preamble (``parse_vouched``).
+  Issue 55: it believed stdout's opening lines, which are the child's own on a worker without
+  device slots, the user's script's on an outside run, and whatever a token holder posts at
+  offset 0;
 - rank lines (``rank_line``, ``rank_failed_line``) are written by the training ranks to stderr
   (plain log text, for people) and to the run's markers file (``MARKERS_ENV``). Only the
   supervisor ships that file, as the ``markers`` stream, each line signed with the run's marker
@@ -33,6 +37,7 @@ _LAUNCH = re.compile(r"\[grpodeck\] (\d{1,4}) processes, ([a-z0-9_]{1,20}), on (
 _RANK = re.compile(r"\[grpodeck\] rank (\d{1,4})/(\d{1,4}): (?:step (\d{1,10}) done(, stopping)?"
                    r"|(failed))")
 PREAMBLE_LINES = 2  # the slot line, then the launch line (either may be missing)
+PREAMBLE_END = f"{PREFIX}preamble end\n"  # closes the supervisor's preamble in the markers file
 MARKERS_STREAM = "markers"  # the log stream of the signed rank lines
 MARKERS_FILE = "markers.log"  # in the run folder: where the ranks write them
 MARKERS_ENV = "GRPODECK_MARKERS_FILE"  # its path, for the ranks (a path, not a secret)
@@ -87,9 +92,10 @@ class Preamble:
     devices: str | None = None  # the worker's device names ("NVIDIA H200, NVIDIA H200", "cpu")
 
 
-def parse_preamble(opening: str) -> Preamble:
-    """The supervisor's lines at the start of stdout (the text of the chunk at offset 0)."""
+def _leading(opening: str) -> tuple[Preamble, str]:
+    """(the preamble at the start of ``opening``, the text of its lines)."""
     found: dict[str, object] = {}
+    kept: list[str] = []
     for line in opening.split("\n", PREAMBLE_LINES)[:PREAMBLE_LINES]:
         if "slot" not in found and not found and (m := _SLOT.fullmatch(line)):
             found.update(slot=int(m[1]), visible=m[2])
@@ -97,7 +103,27 @@ def parse_preamble(opening: str) -> Preamble:
             found.update(processes=int(m[1]), distributed=m[2], devices=m[3])
         else:
             break  # the child's output begins: nothing after it is the supervisor's
-    return Preamble(**found)  # type: ignore[arg-type]
+        kept.append(line + "\n")
+    return Preamble(**found), "".join(kept)  # type: ignore[arg-type]
+
+
+def parse_preamble(opening: str) -> Preamble:
+    """The supervisor's lines at the start of stdout (the text of the chunk at offset 0)."""
+    return _leading(opening)[0]
+
+
+def preamble_lines(opening: str) -> str:
+    """The preamble lines at the start of what the supervisor wrote to stdout, as written: what
+    it vouches for in the markers file (with ``PREAMBLE_END`` after them)."""
+    return _leading(opening)[1]
+
+
+def parse_vouched(markers: str) -> Preamble:
+    """The preamble from the verified opening of the markers stream: the lines before the first
+    ``PREAMBLE_END``; nothing without that line (an older worker's run, or lines a rank
+    appended after it)."""
+    head, end, _ = markers.partition(PREAMBLE_END)
+    return parse_preamble(head) if end else Preamble()
 
 
 @dataclass

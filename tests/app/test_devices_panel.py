@@ -1,14 +1,15 @@
 """The run page's Devices panel (issue 26) from a run's stored log, through the report API as
 the worker sends it: a two-process run shows its processes, devices and each rank's latest
 step, polled while live; a rank named in the run's error shows failed; what the log says is
-escaped; only rank lines the supervisor signed count (a printed or forged one is log text); a single-process run shows only
-the device slot it got, and nothing without one."""
+escaped; only rank lines and the preamble the supervisor signed count (a printed or forged one
+is log text, issue 55: tests/app/test_devices_trust.py); a single-process run shows only the
+device slot it got, and nothing without one."""
 
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from grpodeck.contract.log_markers import launch_line, rank_line, sign, slot_line
+from grpodeck.contract.log_markers import PREAMBLE_END, launch_line, rank_line, sign, slot_line
 from tests.app.conftest import html, one, queued_run, running_run
 
 TWO = {"num_processes": 2, "distributed": "ddp", "mixed_precision": "bf16"}
@@ -49,7 +50,7 @@ def test_two_process_run_shows_devices_and_each_ranks_step(client: TestClient) -
          + rank_line(1, 2, 50))  # a rank line on stdout: a model's output, not a rank's
     ranks = rank_line(0, 2, 1) + rank_line(1, 2, 1) + rank_line(0, 2, 2)
     send(client, run_id, headers, "stderr", 0, ranks)  # what people read in the log
-    signed = sign(key, ranks)
+    signed = sign(key, preamble + PREAMBLE_END + ranks)
     send(client, run_id, headers, "markers", 0, signed)  # what the supervisor vouches for
     page = client.get(f"/runs/{run_id}").text
     assert facts(page) == {"Processes": "2", "Distributed": "ddp", "Mixed precision": "bf16",
@@ -99,8 +100,9 @@ def test_single_process_run_shows_its_slot_or_no_panel(client: TestClient) -> No
          "[grpodeck] stage: loading_model\n" + slot_line(0, "0"))  # not the supervisor's
     assert not html(client.get(f"/runs/{plain}").text).select("#devices-panel")
     assert client.get(f"/runs/{plain}/_devices").text.strip() == ""
-    on_gpu, headers = running_run(client)
+    on_gpu, headers, key = claimed(client)
     send(client, on_gpu, headers, "stdout", 0, slot_line(1, "1") + "hello\n")
+    send(client, on_gpu, headers, "markers", 0, sign(key, slot_line(1, "1") + PREAMBLE_END))
     page = client.get(f"/runs/{on_gpu}").text
     assert facts(page) == {"Devices": "slot 2: CUDA_VISIBLE_DEVICES=1"}
     assert not html(page).select("#rank-table")
