@@ -2,11 +2,16 @@
 
 Why by content: the name is the uploader's choice, so a check that ran only for ``*.tar`` let
 the same hostile tar through as ``ckpt.tgz`` or ``ckpt.TAR`` (issue 33). Every upload is sniffed:
-a tar (plain, or gzip/bzip2/xz compressed) or a zip is read member by member and refused when a
+a tar (plain, or in any compression ``app.core.inflate`` reads: gzip, bzip2, xz, lzma, zstd,
+lz4) or a zip is read member by member and refused when a
 member points outside its folder, is a link, a device, a FIFO or a sparse file (its real size is
 not what it stores: a 10 KB tar can expand to 1 GiB), or when its members add up past the
 artifact size cap (a decompression bomb: counted from the headers while streaming, nothing is
 extracted). Anything else (weights, JSON, text) is stored as it came.
+
+After the end-of-archive blocks only zeros may follow (issue 55): ``tar --ignore-zeros`` reads
+on past them, so a second tar appended there was extracted unchecked; a header tar cannot read
+is refused for the same reason (tar skips it and reads on).
 
 Runs in a worker thread (the caller's ``run_in_threadpool``): reading a large tar is disk work.
 """
@@ -19,9 +24,13 @@ import tarfile
 import zipfile
 import zlib
 from pathlib import Path
+from typing import BinaryIO
+
+from app.core import inflate
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-COMPRESSED_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+READ_ERRORS = (tarfile.TarError, EOFError, OSError, ValueError, zlib.error, lzma.LZMAError)
+MAX_TAIL = 1024 * 1024  # zeros after the end blocks: a record's padding is 10 KiB at most
 
 
 def _path_problem(name: str) -> str | None:
@@ -44,6 +53,26 @@ def _member_problem(member: tarfile.TarInfo) -> str | None:
     return None
 
 
+class _Header(tarfile.TarInfo):
+    """A header that tells its archive why reading stopped (``_Tar.stop``)."""
+
+    @classmethod
+    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        try:
+            return super().fromtarfile(tar)
+        except tarfile.HeaderError as exc:
+            tar.stop = exc  # type: ignore[attr-defined]
+            raise
+
+
+class _Tar(tarfile.TarFile):
+    """A tar read as a stream that keeps the header error it stopped at: zeros (the end
+    blocks), a header it cannot read, or the end of the data."""
+
+    tarinfo = _Header
+    stop: tarfile.HeaderError | None = None
+
+
 def tar_problem(path: Path, limit: int, *, must_be_tar: bool = False) -> str | None:
     """Why a tar (possibly compressed) is refused; None when it is safe or not a tar at all.
 
@@ -51,7 +80,8 @@ def tar_problem(path: Path, limit: int, *, must_be_tar: bool = False) -> str | N
     tar that breaks after its first member is refused whatever its name."""
     seen = 0
     try:
-        with tarfile.open(path, mode="r|*") as tar:
+        with path.open("rb") as raw, inflate.decompressed(raw) as stream, \
+                _Tar.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 seen += 1
                 if (problem := _member_problem(member)) is not None:
@@ -60,9 +90,37 @@ def tar_problem(path: Path, limit: int, *, must_be_tar: bool = False) -> str | N
                 if limit < 0:
                     return ("the archive's members add up to more than the artifact limit "
                             "(GRPODECK_ARTIFACT_MAX_BYTES)")
-    except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error, lzma.LZMAError) as exc:
+            return _end_problem(tar)  # type: ignore[arg-type]
+    except inflate.Unchecked as exc:
+        return f"a compressed file that cannot be checked: {exc}"
+    except READ_ERRORS as exc:
         if must_be_tar or seen:
             return f"not a readable tar archive ({exc})"
+    return None
+
+
+def _end_problem(tar: _Tar) -> str | None:
+    """Why what follows the last member is refused: anything but zeros after the end blocks,
+    or a header tar cannot read (both read on by ``tar --ignore-zeros`` or skipped to)."""
+    if isinstance(tar.stop, tarfile.InvalidHeaderError):
+        return (f"an unreadable tar header at byte {tar.offset}: tar skips it and reads on, "
+                "so the archive is refused")
+    if isinstance(tar.stop, tarfile.EOFHeaderError):
+        return _tail_problem(tar.fileobj)  # type: ignore[arg-type]
+    return None  # the data just ended
+
+
+def _tail_problem(stream: BinaryIO) -> str | None:
+    """Why the bytes after the first end block are refused: any that is not zero, or more
+    zeros than any record's padding (reading on would inflate a zero bomb)."""
+    read = 0
+    while chunk := stream.read(64 * 1024):
+        read += len(chunk)
+        if chunk.count(0) != len(chunk):
+            return ("data after the end of the archive (its zero blocks): tar --ignore-zeros "
+                    "would extract a second archive appended there, so it is refused")
+        if read > MAX_TAIL:
+            return f"more than {MAX_TAIL} bytes of zeros after the end of the archive"
     return None
 
 
@@ -87,6 +145,15 @@ def zip_problem(path: Path, limit: int) -> str | None:
     return None
 
 
+def _compressed(path: Path) -> bool:
+    """Whether the file starts as a compression ``inflate`` recognises (or cannot check)."""
+    with path.open("rb") as raw:
+        try:
+            return inflate.compression(raw)[0] is not None
+        except inflate.Unchecked:
+            return True
+
+
 def _looks_like_tar(head: bytes) -> bool:
     """A POSIX/GNU tar header (``ustar`` magic), or an old v7 one (its checksum adds up)."""
     return len(head) >= 512 and (head[257:262] == b"ustar"
@@ -108,6 +175,7 @@ def archive_problem(path: Path, limit: int, *, named_tar: bool = False) -> str |
         head = f.read(512)
     if head.startswith(ZIP_MAGIC):
         return zip_problem(path, limit)
-    if named_tar or head.startswith(COMPRESSED_MAGIC) or _looks_like_tar(head):
+    compressed = _compressed(path)
+    if named_tar or compressed or _looks_like_tar(head):
         return tar_problem(path, limit, must_be_tar=named_tar or _looks_like_tar(head))
     return None
