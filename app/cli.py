@@ -107,6 +107,16 @@ def _log_supervision() -> None:
     logger.propagate = False
 
 
+def _end_workers_runs(trees: dict[str, set[int]]) -> None:
+    """After ``up`` stopped its children: its worker's runs end now, saying why, rather than
+    stay ``running`` until the next start's lost-run check (issue 55)."""
+    import socket
+
+    from app.runs.interrupted import end_interrupted
+
+    end_interrupted(socket.gethostname(), trees.get("worker", set()))
+
+
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     """Dashboard, one worker and the scheduler together, each restarted when it dies (with
@@ -118,7 +128,7 @@ def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     refuse_unsafe_bind(host)
     _child_environment(host, port)
     Supervisor([Child("web", serve_command(host, port)), Child("worker", worker_command()),
-                Child("scheduler", scheduler_command())]).run()
+                Child("scheduler", scheduler_command())], after_stop=_end_workers_runs).run()
 
 
 @cli.command()

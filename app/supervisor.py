@@ -6,8 +6,10 @@ run waited forever; one of the scheduler silently stopped alerts. Each child is 
 an exponential backoff (1 s doubling to 30 s, so a child that crashes at start does not spin),
 reset once it has stayed up for a stable period; every restart is logged with the exit code or
 signal. The supervisor itself starts no threads (``preexec_fn`` stays safe), reaps its children
-with ``poll()`` and, on SIGTERM or SIGINT, stops them all before it exits. Its children die with
-it even when it is ``kill -9``-ed (``PR_SET_PDEATHSIG``).
+with ``poll()`` and, on SIGTERM or SIGINT, stops them all before it exits, then calls
+``after_stop`` with the processes each child had when the stop began (``up`` ends the runs its
+worker was training, issue 55). Its children die with it even when it is ``kill -9``-ed
+(``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 log = logging.getLogger("grpodeck.up")
 
@@ -53,6 +56,22 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     orphaned worker keeps taking runs for a dashboard that is gone."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def process_tree(pid: int) -> set[int]:
+    """``pid`` and every process below it (Linux ``/proc``; only ``pid`` where it cannot be
+    read): a worker's pool processes are the ones its runs name."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    found, frontier = {pid}, {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 def describe_exit(returncode: int) -> str:
@@ -100,6 +119,12 @@ class Child:
         log.warning("%s (pid %d) died with %s; restarting in %.0f s (restart %d)", self.name,
                     self.proc.pid, describe_exit(code), wait, self.restarts + 1)
 
+    def tree(self) -> set[int]:
+        """The live process and its descendants; empty while it is down."""
+        if self.proc is None or self.proc.poll() is not None:
+            return set()
+        return process_tree(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -116,12 +141,18 @@ class Child:
             self.proc.wait()
 
 
-class Supervisor:
-    """Start the children, keep them running until SIGTERM/SIGINT, then stop them all."""
+AfterStop = Callable[[dict[str, set[int]]], object]
 
-    def __init__(self, children: list[Child], poll_seconds: float = 0.2) -> None:
+
+class Supervisor:
+    """Start the children, keep them running until SIGTERM/SIGINT, then stop them all and call
+    ``after_stop`` with each child's processes as they were when the stop began (by name)."""
+
+    def __init__(self, children: list[Child], poll_seconds: float = 0.2,
+                 after_stop: AfterStop | None = None) -> None:
         self.children = children
         self.poll_seconds = poll_seconds
+        self.after_stop = after_stop
         self.stopping = False
 
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -140,9 +171,21 @@ class Supervisor:
                     child.check(now)
                 sleep(self.poll_seconds)
         finally:
+            trees = {child.name: child.tree() for child in self.children}
             self.stop_all()
+            self._after_stop(trees)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _after_stop(self, trees: dict[str, set[int]]) -> None:
+        """The hook, once every child has exited; a failure is logged, never raised: the stop
+        itself has succeeded."""
+        if self.after_stop is None:
+            return
+        try:
+            self.after_stop(trees)
+        except Exception:
+            log.exception("after stopping the children")
 
     def stop_all(self) -> None:
         for child in self.children:
