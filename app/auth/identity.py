@@ -48,6 +48,16 @@ class Identity:
             return f"run {run.id} has no owner: only an admin may change it"
         return f"run {run.id} belongs to another user: only its owner or an admin may change it"
 
+    def owns(self, thing: Owned) -> bool:
+        """True when ``thing`` (a run, a dry run) is this identity's own: its secrets (alert
+        destinations) may travel into what this identity launches from it. An admin owns only
+        the things with no creator; the one local user of development mode owns everything."""
+        if self.dev_mode and not self.logged_in:
+            return True
+        if thing.created_by_id is None:
+            return self.is_admin
+        return thing.created_by_id == self.user_id
+
     def can_manage(self, run: Owned) -> bool:
         return self.manage_refusal(run) is None
 

@@ -13,6 +13,7 @@ from app.core.db import SessionDep
 from app.dryruns import service
 from app.dryruns.models import DryRun
 from app.dryruns.schemas import DryRunAliveIn, DryRunResultIn
+from app.launch.gate import LaunchRefused
 from grpodeck.contract.alerts import masked_spec
 from grpodeck.contract.spec import RunSpec
 
@@ -55,7 +56,10 @@ def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity,
            = DEFAULT_PROMPTS) -> dict[str, Any]:
     """Score ``prompts`` groups of ``num_generations`` sampled completions with every reward,
     on a worker, without training. Poll ``GET /api/dry-runs/{id}`` for the result."""
-    dry = service.start(db, spec, prompts, identity.user_id)
+    try:
+        dry = service.start(db, spec, prompts, identity.user_id)
+    except LaunchRefused as refused:
+        raise refused.validation_error() from None
     return as_json(dry)
 
 

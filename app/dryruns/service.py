@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from app.alerts.egress import check_destinations
 from app.core.redact import redact
 from app.dryruns import analysis, sender
 from app.dryruns.models import DryRun
+from app.launch import gate
 from app.runs.service import hash_token, storable_id
 from grpodeck.contract.spec import RunSpec
 
@@ -22,10 +22,10 @@ log = logging.getLogger(__name__)
 
 
 def start(db: Session, spec: RunSpec, prompts: int, created_by: int | None) -> DryRun:
-    """Commit the dry run, then queue it; a broker that is down fails it visibly. Its alert
-    destinations pass the launch's outbound URL policy first (the same 422 at
-    ``alerts.urls.N``): "Launch" on its page would store them as they are."""
-    check_destinations(spec.alerts.urls)
+    """Commit the dry run, then queue it; a broker that is down fails it visibly. The spec
+    passes the launch gate first (``gate.LaunchRefused``, nothing stored): "Launch" on its page
+    would launch it as it is."""
+    gate.check(spec)
     ticket = secrets.token_urlsafe(32)
     dry = DryRun(spec=spec.model_dump(mode="json"), status="queued",
                  ticket_hash=hash_token(ticket), created_by_id=created_by)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, HTTPException, Request, status
+from fastapi import APIRouter, Body, Request, status
 from pydantic import Discriminator, Tag
 
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.errors import BODY_UNION_TAGS
-from app.datasets.columns import missing_column_problem
 from app.ingest.external import register_and_answer
-from app.launch.capabilities import refuse_devices, vllm_problem
+from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
 from app.runs.schemas import LaunchedOut
 from grpodeck.contract.spec import RunSpec
@@ -42,8 +41,8 @@ def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
     the reply's token is the run token the report endpoints take)."""
     if isinstance(body, ExternalRunIn):
         return register_and_answer(body, request, db, identity.user_id)
-    if (problem := missing_column_problem(body) or vllm_problem(body)) is not None:
-        raise HTTPException(422, problem)
-    refuse_devices(body)
-    run = launch(db, body, created_by=identity.user_id)
+    try:
+        run = launch(db, body, created_by=identity.user_id)
+    except LaunchRefused as refused:
+        raise refused.validation_error() from None
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")

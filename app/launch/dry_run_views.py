@@ -4,14 +4,14 @@ buttons, and the dry run's page (polled until the worker answers)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from html import escape
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.alerts import egress
-from app.auth.identity import CurrentIdentity
+from app.auth.identity import CurrentIdentity, Identity
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.dryruns import service
@@ -19,39 +19,48 @@ from app.dryruns.api import DEFAULT_PROMPTS, dry_run_or_404
 from app.dryruns.models import DryRun
 from app.launch import smoke
 from app.launch.form import validate_form
+from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
-from app.launch.views import after_launch, form_context, parent_of_form, with_parent_secrets
+from app.launch.ownership import own_spec, with_parent_secrets
+from app.launch.views import after_launch, form_context, parent_of_form
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(include_in_schema=False)
 
 
-async def _spec_from_form(request: Request, parent: Run | None = None
-                          ) -> tuple[RunSpec | None, dict[str, str], Response | None]:
-    """The form's spec (a clone's masked alert URLs standing for its parent's), or the form
-    again with every error."""
+async def _spec_from_form(request: Request, identity: Identity, parent: Run | None = None
+                          ) -> tuple[RunSpec | None, dict[str, str], dict[str, str]]:
+    """(the form's spec or None, the form, its errors); a clone's masked alert URLs stand
+    for its parent's only for the parent's owner."""
     form = {k: str(v) for k, v in (await request.form()).items()}
-    spec, errors = validate_form(with_parent_secrets(form, parent))
+    spec, errors = validate_form(with_parent_secrets(form, parent, parent and parent.spec, identity))
     try:
         smoke.smoke_steps(form.get("smoke_steps"))
     except ValueError as exc:
         spec, errors = None, {**errors, "smoke_steps": str(exc)}
-    if spec is not None and (refused := await run_in_threadpool(egress.refusals,
-                                                                spec.alerts.urls)):
-        spec, errors = None, {"alert_urls": "; ".join(refused.values())}  # as "Launch" says
-    if spec is None:
-        return None, form, templates.TemplateResponse(
-            request, "runs/new.html", form_context(form, errors, parent), status_code=422)
-    return spec, form, None
+    return spec, form, errors
+
+
+def _refused_form(request: Request, form: dict[str, str], errors: dict[str, str],
+                  parent: Run | None = None) -> Response:
+    """The form again, with every error (as "Launch" answers)."""
+    return templates.TemplateResponse(request, "runs/new.html",
+                                      form_context(form, errors, parent), status_code=422)
 
 
 @router.post("/dry-runs", response_class=HTMLResponse)
 async def create_dry_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
-    spec, _, refused = await _spec_from_form(request)
-    if refused is not None:
-        return refused
-    dry = service.start(db, spec, DEFAULT_PROMPTS, identity.user_id)  # type: ignore[arg-type]
+    """A dry run of the form's spec (a clone's masked alert URLs standing for its parent's, as
+    "Launch" reads them)."""
+    parent = parent_of_form(db, (await request.form()).get("parent_id"))
+    spec, form, errors = await _spec_from_form(request, identity, parent)
+    if spec is None:
+        return _refused_form(request, form, errors, parent)
+    try:  # the launch gate resolves hosts and asks the workers: off the event loop
+        dry = await run_in_threadpool(service.start, db, spec, DEFAULT_PROMPTS, identity.user_id)
+    except LaunchRefused as refused:
+        return _refused_form(request, form, refused.form_errors(), parent)
     return RedirectResponse(f"/dry-runs/{dry.id}", status_code=303)
 
 
@@ -61,11 +70,15 @@ async def create_smoke_test(request: Request, db: SessionDep,
     """A smoke test of the form's spec; a clone's smoke test remembers the run it was cloned
     from (its page diffs the two; a fix's opens the pair on the compare page)."""
     parent = parent_of_form(db, (await request.form()).get("parent_id"))
-    spec, form, refused = await _spec_from_form(request, parent)
-    if refused is not None:
-        return refused
-    run = smoke.launch_smoke(db, spec, smoke.smoke_steps(form.get("smoke_steps")),  # type: ignore[arg-type]
-                             identity.user_id, parent_id=parent.id if parent else None)
+    spec, form, errors = await _spec_from_form(request, identity, parent)
+    if spec is None:
+        return _refused_form(request, form, errors, parent)
+    try:
+        run = await run_in_threadpool(smoke.launch_smoke, db, spec,
+                                      smoke.smoke_steps(form.get("smoke_steps")),
+                                      identity.user_id, parent.id if parent else None)
+    except LaunchRefused as refused:
+        return _refused_form(request, form, refused.form_errors(), parent)
     return RedirectResponse(after_launch(run, parent, form), status_code=303)
 
 
@@ -97,16 +110,17 @@ def dry_run_result(dry_run_id: int, request: Request, db: SessionDep) -> Respons
 async def launch_from_dry_run(dry_run_id: int, request: Request, db: SessionDep,
                               identity: CurrentIdentity) -> Response:
     """Launch the dry run's spec: ``mode=smoke`` for a smoke test of ``smoke_steps``, else the
-    full run."""
+    full run. Another user's dry run launches without its owner's alert destinations."""
     dry = dry_run_or_404(db, dry_run_id)
     form = {k: str(v) for k, v in (await request.form()).items()}
-    spec = RunSpec.model_validate(dry.spec)
-    if form.get("mode") == "smoke":
-        try:
+    spec = RunSpec.model_validate(own_spec(dry.spec, dry, identity))
+    try:
+        if form.get("mode") == "smoke":
             steps = smoke.smoke_steps(form.get("smoke_steps"))
-        except ValueError as exc:
-            return HTMLResponse(f'<div class="alert critical">{exc}</div>', status_code=422)
-        run = smoke.launch_smoke(db, spec, steps, identity.user_id)
-    else:
-        run = launch(db, spec, created_by=identity.user_id)
+            run = await run_in_threadpool(smoke.launch_smoke, db, spec, steps, identity.user_id)
+        else:
+            run = await run_in_threadpool(launch, db, spec, created_by=identity.user_id)
+    except (ValueError, LaunchRefused) as exc:
+        return HTMLResponse(f'<div class="alert critical">{escape(str(exc))}</div>',
+                            status_code=422)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)

@@ -1,4 +1,7 @@
-"""Store a run and queue it: the one path shared by the form, the JSON API and the CLI."""
+"""Store a run and queue it: the one path shared by every entrance (the form, the JSON API and
+the CLI, sweeps, smoke tests, a dry run's "Launch"), behind the one pre-launch check
+(``app.launch.gate``). It commits, resolves hosts and talks to the broker: call it from a worker
+thread, never on the event loop."""
 
 from __future__ import annotations
 
@@ -6,8 +9,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from app.alerts.egress import check_destinations
-from app.launch import launcher
+from app.launch import gate, launcher
 from app.runs import lifecycle, service
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
@@ -21,9 +23,9 @@ def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
     test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
-    belongs to. Its alert destinations must pass the outbound URL policy (else a 422 naming
-    ``alerts.urls``)."""
-    check_destinations(spec.alerts.urls)
+    belongs to. Raises ``gate.LaunchRefused`` (nothing stored) when the deployment cannot run the
+    spec: every entrance answers it as its own field errors."""
+    gate.check(spec)
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
     run.sweep_id = sweep_id

@@ -8,16 +8,19 @@ full run is the same spec with that max_steps, and remembers the smoke run as it
 from __future__ import annotations
 
 import math
+from html import escape
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app.auth.identity import CurrentIdentity
+from app.auth.identity import CurrentIdentity, Identity
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
+from app.launch.ownership import own_spec
 from app.metrics import waiting
 from app.metrics.series import load_series
 from app.runs import lifecycle
@@ -55,9 +58,12 @@ def launch_smoke(db: Session, spec: RunSpec, steps: int, created_by: int | None,
                   parent_id=parent_id)
 
 
-def launch_full(db: Session, smoke: Run, created_by: int | None) -> Run:
-    spec = RunSpec.model_validate({**smoke.spec, "max_steps": smoke.smoke_full_steps})
-    return launch(db, spec, created_by=created_by, parent_id=smoke.id)
+def launch_full(db: Session, smoke: Run, identity: Identity) -> Run:
+    """The smoke test's spec with the full max_steps; launched by anyone but the smoke test's
+    owner, without the owner's alert destinations."""
+    spec = RunSpec.model_validate({**own_spec(smoke.spec, smoke, identity),
+                                   "max_steps": smoke.smoke_full_steps})
+    return launch(db, spec, created_by=identity.user_id, parent_id=smoke.id)
 
 
 def _finite(values: list[float]) -> list[float]:
@@ -112,5 +118,9 @@ def launch_full_run(run_id: int, db: SessionDep, identity: CurrentIdentity) -> R
     if not smoke.smoke_full_steps:
         return HTMLResponse(f'<div class="alert critical">run {run_id} is not a smoke test</div>',
                             status_code=409)
-    run = launch_full(db, smoke, identity.user_id)
+    try:
+        run = launch_full(db, smoke, identity)
+    except LaunchRefused as refused:
+        return HTMLResponse(f'<div class="alert critical">{escape(str(refused))}</div>',
+                            status_code=422)
     return RedirectResponse(f"/runs/{run.id}", status_code=303)

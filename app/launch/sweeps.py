@@ -22,8 +22,7 @@ from app.compare.view_settings import ViewSettings
 from app.compare.views import MAX_RUNS, compare_context
 from app.core.db import SessionDep
 from app.core.templating import templates
-from app.datasets.columns import missing_column_problem
-from app.launch.capabilities import refuse_devices, vllm_problem
+from app.launch import gate
 from app.launch.launch import launch
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
@@ -82,13 +81,17 @@ def variants(base: RunSpec, values: list[int]) -> list[RunSpec]:
 
 @api.post("", status_code=status.HTTP_201_CREATED, response_model=SweepOut)
 def create_sweep(body: SweepIn, db: SessionDep, identity: CurrentIdentity) -> SweepOut:
-    """Launch the spec once per ``num_generations`` value, all under one sweep id."""
-    if (problem := missing_column_problem(body.spec) or vllm_problem(body.spec)) is not None:
-        raise HTTPException(422, problem)
-    refuse_devices(body.spec, ("body", "spec"))
+    """Launch the spec once per ``num_generations`` value, all under one sweep id: every
+    variant passes the launch gate before any is stored (all or nothing)."""
     specs = variants(body.spec, body.num_generations)
-    sweep_id = secrets.token_hex(6)
-    runs = [launch(db, spec, created_by=identity.user_id, sweep_id=sweep_id) for spec in specs]
+    try:
+        for spec in specs:
+            gate.check(spec)
+        sweep_id = secrets.token_hex(6)
+        runs = [launch(db, spec, created_by=identity.user_id, sweep_id=sweep_id)
+                for spec in specs]
+    except gate.LaunchRefused as refused:
+        raise refused.validation_error(("body", "spec")) from None
     return SweepOut(sweep_id=sweep_id, url=f"/sweeps/{sweep_id}", runs=[
         SweepRunOut(id=r.id, num_generations=r.spec["num_generations"], status=r.status,
                     url=f"/runs/{r.id}") for r in runs])

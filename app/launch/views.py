@@ -10,26 +10,24 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.alerts import egress
-from app.alerts.rules import rules_of, split_urls
 from app.auth.identity import CurrentIdentity
 from app.core.config import get_settings
 from app.core.db import SessionDep
 from app.core.templating import templates
-from app.datasets.columns import missing_column_problem
 from app.datasets.store import list_names
 from app.diagnostics.fixes import Proposal, propose
 from app.dryruns.api import dry_run_or_404
 from app.health.models import FindingRecord
-from app.launch.capabilities import device_problems, vllm_problem, worker_reports
+from app.launch.capabilities import worker_reports
 from app.launch.fix_preview import group_size_preview
 from app.launch.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
+from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
+from app.launch.ownership import with_parent_secrets, withheld_alerts
 from app.launch.presets import preset_or_404
 from app.launch.rewards_api import custom_listing
 from app.runs.lookup import run_or_404
 from app.runs.models import Run
-from grpodeck.contract.alerts import unmask
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
 from grpodeck.contract.presets import PRESETS
 from grpodeck.contract.spec import (
@@ -116,17 +114,9 @@ def after_launch(run: Run, parent: Run | None, form: dict[str, str]) -> str:
     return f"/runs/{run.id}"
 
 
-def with_parent_secrets(form: dict[str, str], parent: Run | None) -> dict[str, str]:
-    """The clone's form shows its parent's alert URLs masked: a masked URL left as it was
-    stands for the parent's full one (the form sent back on an error keeps the masked text)."""
-    if parent is None:
-        return form
-    urls = unmask(split_urls(form.get("alert_urls")), rules_of(parent.spec).urls)
-    return {**form, "alert_urls": " ".join(urls)}
-
-
 @router.get("/runs/new", response_class=HTMLResponse)
-def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
+def new_run_form(request: Request, db: SessionDep, identity: CurrentIdentity,
+                 dataset: str | None = None,
                  from_: Annotated[str | None, Query(alias="from")] = None,
                  dry_run: int | None = None, preset: str | None = None,
                  fix: int | None = None) -> Response:
@@ -147,6 +137,7 @@ def new_run_form(request: Request, db: SessionDep, dataset: str | None = None,
         values = spec_to_form(dry_run_or_404(db, dry_run).spec)
     if dataset:
         values["dataset"] = dataset[:300]
+    values = withheld_alerts(values, parent, identity)
     return templates.TemplateResponse(request, "runs/new.html",
                                       {**form_context(values, {}, parent), "fix": proposal,
                                        "preview": fix_preview(db, parent, proposal)})
@@ -165,19 +156,13 @@ def fix_preview(db: SessionDep, parent: Run | None, proposal: Proposal | None
 async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
     parent = parent_of_form(db, form.get("parent_id"))
-    spec, errors = validate_form(with_parent_secrets(form, parent))
-    if spec is not None and (refused := await run_in_threadpool(egress.refusals,
-                                                                spec.alerts.urls)):
-        spec, errors = None, {"alert_urls": "; ".join(refused.values())}
-    if spec is not None and (problem := missing_column_problem(spec)) is not None:
-        spec, errors = None, {"dataset": problem}
-    if spec is not None and (problem := await run_in_threadpool(vllm_problem, spec)):
-        spec, errors = None, {"use_vllm": problem}
-    if spec is not None and (problems := await run_in_threadpool(device_problems, spec)):
-        spec, errors = None, problems
-    if spec is None:
-        return templates.TemplateResponse(request, "runs/new.html",
-                                          form_context(form, errors, parent), status_code=422)
-    run = launch(db, spec, created_by=identity.user_id,
-                 parent_id=parent.id if parent else None)
-    return RedirectResponse(after_launch(run, parent, form), status_code=303)
+    spec, errors = validate_form(with_parent_secrets(form, parent, parent and parent.spec, identity))
+    if spec is not None:
+        try:  # the launch gate resolves hosts and asks the workers: off the event loop
+            run = await run_in_threadpool(launch, db, spec, created_by=identity.user_id,
+                                          parent_id=parent.id if parent else None)
+            return RedirectResponse(after_launch(run, parent, form), status_code=303)
+        except LaunchRefused as refused:
+            errors = refused.form_errors()
+    return templates.TemplateResponse(request, "runs/new.html",
+                                      form_context(form, errors, parent), status_code=422)

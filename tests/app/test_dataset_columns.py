@@ -22,8 +22,9 @@ def test_api_names_the_missing_column(client: TestClient, dirs) -> None:  # noqa
     assert _upload(client, "qa.jsonl", ROWS).status_code == 201
     reply = client.post("/api/runs", json=tiny_spec(dataset="qa.jsonl", rewards=UNIT))
     assert reply.status_code == 422
-    assert reply.json()["detail"] == ("dataset 'qa.jsonl' has no 'tests' column, which reward "
-                                      "unit_tests needs (its columns: prompt, answer)")
+    assert [(e["loc"], e["msg"]) for e in reply.json()["detail"]] == [(
+        ["body", "dataset"], "dataset 'qa.jsonl' has no 'tests' column, which reward "
+                             "unit_tests needs (its columns: prompt, answer)")]
     other = [{"name": "answer_match", "params": {"column": "solution"}}]
     reply = client.post("/api/runs", json=tiny_spec(dataset="qa.jsonl", rewards=other))
     assert reply.status_code == 422 and "no 'solution' column" in reply.text

@@ -43,8 +43,10 @@ def test_embedded_broker_hides_use_vllm_and_says_why(client: TestClient) -> None
 def test_api_refuses_use_vllm_when_no_gpu_worker_reported(client: TestClient) -> None:
     reply = client.post("/api/runs", json=tiny_spec(use_vllm=True))
     assert reply.status_code == 422
+    [error] = reply.json()["detail"]
+    assert error["loc"] == ["body", "use_vllm"]
     assert "use_vllm needs a worker with a CUDA GPU and vllm, and no worker with a GPU has " \
-           "reported" in reply.json()["detail"]
+           "reported" in error["msg"]
     assert client.get("/api/runs").json() == []
     reply = client.post("/api/sweeps", json={"spec": tiny_spec(use_vllm=True),
                                              "num_generations": [2, 4]})
