@@ -241,7 +241,8 @@ def detect_vocabulary(keys: set[str] | frozenset[str]) -> str | None:
 
 def parse_mapping(items: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
     """``["Reward=reward", "KL_ref=kl"]`` (or one string, comma- or newline-separated) ->
-    ``{"Reward": "reward", "KL_ref": "kl"}``; raises ValueError naming a malformed item."""
+    ``{"Reward": "reward", "KL_ref": "kl"}``; raises ValueError naming a malformed item, or
+    two keys sent to one name (one of them would be dropped without a word)."""
     if isinstance(items, str):
         items = [p for line in items.splitlines() for p in line.split(",")]
     out: dict[str, str] = {}
@@ -252,7 +253,19 @@ def parse_mapping(items: list[str] | tuple[str, ...] | str | None) -> dict[str, 
         if not sep or not key.strip() or not name.strip():
             raise ValueError(f"{item.strip()!r} is not KEY=NAME (e.g. Reward=reward)")
         out[key.strip()] = canonical_name(name.strip())
-    return out
+    return _one_key_per_name(out)
+
+
+def _one_key_per_name(mapping: dict[str, str]) -> dict[str, str]:
+    """``mapping`` when no two keys share a name, else ValueError naming them."""
+    keys_of: dict[str, list[str]] = {}
+    for key, name in mapping.items():
+        keys_of.setdefault(name, []).append(key)
+    for name, keys in keys_of.items():
+        if len(keys) > 1:
+            raise ValueError(f"{' and '.join(repr(k) for k in keys)} both map to {name!r}: "
+                             "map one key to each name")
+    return mapping
 
 
 def resolve_table(table: dict[str, str], keys: set[str]) -> dict[str, str]:
