@@ -41,23 +41,40 @@ def serve(host: str = "127.0.0.1", port: int = 8000, no_migrate: bool = False) -
                 proxy_headers=False)
 
 
-def worker_command(concurrency: int | None = None) -> list[str]:
+def node_name(name: str | None = None) -> str:
+    """The Celery node name (``-n``): ``name@<host>``, by default ``grpodeck-<pid>@<host>``.
+    Why: Celery's default ``celery@<host>`` is the same for every worker on a host, so
+    ``celery inspect ping`` counted two workers as one node and remote control reached one of
+    them (issue 55); a live process's pid is unique on its host. ``name`` may carry its own
+    ``@host``."""
+    name = name or f"grpodeck-{os.getpid()}"
+    return name if "@" in name else f"{name}@%h"
+
+
+def worker_command(concurrency: int | None = None, name: str | None = None) -> list[str]:
     """Without ``concurrency`` the worker decides: one pool process per device slot
-    (GRPODECK_DEVICE_SLOTS / GRPODECK_GPUS_PER_RUN), else one."""
+    (GRPODECK_DEVICE_SLOTS / GRPODECK_GPUS_PER_RUN), else one. Named by ``node_name``: with
+    the pid of the process that builds the command (``grpodeck worker`` execs Celery in that
+    same process; ``up`` runs one worker, restarted under the same name once the old one died)."""
     chosen = [] if concurrency is None else [f"--concurrency={concurrency}"]
     return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-            "--pool=prefork", *chosen, "-Q", get_settings().queue, "--loglevel=INFO"]
+            "--pool=prefork", *chosen, "-n", node_name(name), "-Q", get_settings().queue,
+            "--loglevel=INFO"]
 
 
 @cli.command()
 def worker(concurrency: Annotated[int | None, typer.Option(
         help="runs at once; default: one per device slot (GRPODECK_DEVICE_SLOTS or "
-             "GRPODECK_GPUS_PER_RUN), else 1")] = None) -> None:
+             "GRPODECK_GPUS_PER_RUN), else 1")] = None,
+           name: Annotated[str | None, typer.Option(
+               envvar="GRPODECK_WORKER_NODE",
+               help="Celery node name, NAME@<host> (e.g. gpu0); default grpodeck-<pid>: "
+                    "unique among the workers of one host")] = None) -> None:
     """Run a Celery worker that trains queued runs (one run per process). Celery replaces this
     process (exec) rather than running under it: in a container it is then PID 1 and gets
     `docker stop`'s SIGTERM (a warm shutdown), where a Python parent would ignore it (PID 1 has
     no default handlers) until SIGKILL, or die alone and leave Celery running."""
-    command = worker_command(concurrency)
+    command = worker_command(concurrency, name)
     os.execv(command[0], command)
 
 
