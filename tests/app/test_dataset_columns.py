@@ -23,8 +23,8 @@ def test_api_names_the_missing_column(client: TestClient, dirs) -> None:  # noqa
     reply = client.post("/api/runs", json=tiny_spec(dataset="qa.jsonl", rewards=UNIT))
     assert reply.status_code == 422
     assert [(e["loc"], e["msg"]) for e in reply.json()["detail"]] == [(
-        ["body", "dataset"], "dataset 'qa.jsonl' has no 'tests' column, which reward "
-                             "unit_tests needs (its columns: prompt, answer)")]
+        ["body", "dataset"], ("dataset 'qa.jsonl' has no 'tests' column, which reward "
+                              "unit_tests needs (its columns: prompt, answer)"))]
     other = [{"name": "answer_match", "params": {"column": "solution"}}]
     reply = client.post("/api/runs", json=tiny_spec(dataset="qa.jsonl", rewards=other))
     assert reply.status_code == 422 and "no 'solution' column" in reply.text
