@@ -1,7 +1,7 @@
 """Imports every table module so Alembic and the tests see the whole schema."""
 
 from app.alerts.models import Alert, AlertConfig, AlertMute, Delivery, DeliveryAttempt  # noqa: F401
-from app.artifacts.models import Artifact  # noqa: F401
+from app.artifacts.models import Artifact, ArtifactReservation  # noqa: F401
 from app.auth.models import ApiKey, User, UserSession  # noqa: F401
 from app.dryruns.models import DryRun  # noqa: F401
 from app.health.models import DiagnosticsRecord, FindingRecord  # noqa: F401

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from fastapi.responses import FileResponse
 from sqlalchemy.exc import IntegrityError
@@ -19,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 from app.artifacts import archives, quotas, service, storage
 from app.auth.identity import CurrentIdentity, require_manage
 from app.core.config import get_settings
-from app.core.db import SessionDep
+from app.core.db import SessionDep, write
 from app.ingest.report_api import RunAuth
 from app.runs.lookup import run_or_404
-from app.runs.service import get_run, seen
+from app.runs.service import get_run_for_update, seen
 from grpodeck.contract.artifacts import TAR_SUFFIX, ArtifactKind, ArtifactOut, name_problem
 from grpodeck.contract.limits import MAX_STEP
 
@@ -30,24 +31,44 @@ upload_router = APIRouter(prefix="/api/runs", tags=["report"])
 router = APIRouter(prefix="/api/runs", tags=["artifacts"])
 
 
+def _reserve(db: SessionDep, run_id: int, name: str, declared: int | None) -> quotas.Held:
+    """Reserve the upload's bytes under the run's lock (``quotas.reserve``), or the 413 that
+    says which limit it would pass."""
+    db.rollback()  # the token check's read: the lock starts a write transaction of its own
+    with write(db):
+        run = get_run_for_update(db, run_id)
+        if run is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+        try:
+            return quotas.reserve(db, run, name, declared)
+        except quotas.Full as exc:
+            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, exc.room.message()) from None
+
+
+def _release(db: SessionDep, reservation_id: int) -> None:
+    """The upload failed or was refused: its reserved bytes are free again."""
+    db.rollback()
+    with write(db):
+        quotas.release(db, reservation_id)
+
+
 def _registered(db: SessionDep, run_id: int, kind: str, name: str, step: int | None,
-                received: storage.Received) -> ArtifactOut:
-    run = get_run(db, run_id)
-    if run is None:  # deleted while the body streamed in
-        storage.remove(received.relpath)
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
-    room = quotas.room(db, run, name)  # again: another upload may have taken it meanwhile
-    if received.size > room.bytes:
-        db.rollback()
-        storage.remove(received.relpath)
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message())
+                received: storage.Received, reservation_id: int) -> ArtifactOut:
+    """The row for the stored file, in place of its reservation (the bytes were reserved
+    already: nothing to check again), in one transaction under the run's lock."""
     try:
-        row, stale = service.register(db, run_id=run_id, kind=kind, name=name, step=step,
-                                      received=received)
-        seen(run, every_s=0)  # a long upload is the worker's sign of life too
-        db.commit()
+        with write(db):
+            run = get_run_for_update(db, run_id)
+            if run is None:  # deleted while the body streamed in (its reservation with it)
+                raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} not found")
+            quotas.release(db, reservation_id)
+            row, stale = service.register(db, run_id=run_id, kind=kind, name=name, step=step,
+                                          received=received)
+            seen(run, every_s=0)  # a long upload is the worker's sign of life too
+    except HTTPException:
+        storage.remove(received.relpath)
+        raise
     except IntegrityError:  # the same name uploaded twice at once: the other one won
-        db.rollback()
         storage.remove(received.relpath)
         raise HTTPException(status.HTTP_409_CONFLICT,
                             f"{name} is being uploaded by another request: retry") from None
@@ -56,10 +77,36 @@ def _registered(db: SessionDep, run_id: int, kind: str, name: str, step: int | N
     return service.out(row)
 
 
+def _declared(request: Request) -> int | None:
+    """The body's declared length, the bytes to reserve (None: chunked, reserve all room)."""
+    length = request.headers.get("content-length", "")
+    return int(length) if length.isdigit() else None
+
+
+async def _stored(request: Request, db: SessionDep, run_id: int, name: str, kind: str,
+                  step: int | None, held: quotas.Held) -> ArtifactOut:
+    """Stream the body in (at most the bytes reserved), check it by content, register it.
+    Refusals raise ``HTTPException`` with the partial or refused file removed."""
+    try:
+        received = await storage.receive(request.stream(), run_id, held.size)
+    except storage.TooLarge:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, held.past) from None
+    # By content, whatever the name: a hostile tar called ckpt.tgz is checked too.
+    problem = await run_in_threadpool(
+        archives.archive_problem, storage.absolute(received.relpath),
+        get_settings().artifact_max_bytes, named_tar=name.lower().endswith(TAR_SUFFIX))
+    if problem is not None:
+        storage.remove(received.relpath)
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
+    return await run_in_threadpool(_registered, db, run_id, kind, name, step, received,
+                                   held.id)
+
+
 @upload_router.post("/{run_id}/artifacts", status_code=status.HTTP_201_CREATED,
                     response_model=ArtifactOut,
                     responses={413: {"description": "larger than GRPODECK_ARTIFACT_MAX_BYTES, "
-                                     "or past the run's or its owner's artifact quota"},
+                                     "or past the run's or its owner's artifact quota (uploads "
+                                     "in progress hold their declared length)"},
                                422: {"description": "a bad name, or an archive (tar, compressed "
                                      "tar, zip: by its content) that is not safe to extract "
                                      "(absolute or .. members, links, devices, FIFOs, sparse "
@@ -70,26 +117,18 @@ async def upload(request: Request, run: RunAuth, db: SessionDep,
                  kind: Annotated[ArtifactKind, Query()] = "file",
                  step: Annotated[int | None, Query(ge=0, lt=MAX_STEP)] = None) -> ArtifactOut:
     """Store the raw request body as one of the run's artifacts (streamed to disk, hashed as it
-    arrives). The same name again replaces the earlier file."""
+    arrives). The same name again replaces the earlier file. Its bytes are reserved against
+    the quotas before it streams in, so uploads at once never pass them together."""
     if (problem := name_problem(name)) is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
-    run_id = run.id
-    room = await run_in_threadpool(quotas.room, db, run, name)
-    await run_in_threadpool(db.rollback)  # no transaction held open while gigabytes arrive
-    if room.bytes <= 0:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message())
+    run_id, declared = run.id, _declared(request)
+    held = await run_in_threadpool(_reserve, db, run_id, name, declared)
     try:
-        received = await storage.receive(request.stream(), run_id, room.bytes)
-    except storage.TooLarge:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, room.message()) from None
-    # By content, whatever the name: a hostile tar called ckpt.tgz is checked too.
-    problem = await run_in_threadpool(
-        archives.archive_problem, storage.absolute(received.relpath),
-        get_settings().artifact_max_bytes, named_tar=name.lower().endswith(TAR_SUFFIX))
-    if problem is not None:
-        storage.remove(received.relpath)
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
-    return await run_in_threadpool(_registered, db, run_id, kind, name, step, received)
+        return await _stored(request, db, run_id, name, kind, step, held)
+    except BaseException:
+        with anyio.CancelScope(shield=True):  # a client gone mid-upload releases it too
+            await run_in_threadpool(_release, db, held.id)
+        raise
 
 
 @router.get("/{run_id}/artifacts", response_model=list[ArtifactOut])

@@ -29,3 +29,21 @@ class Artifact(Base):
     path: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
                                                  server_default=func.now())
+
+
+class ArtifactReservation(Base):
+    """Bytes an upload in progress holds against its run's and its owner's quotas: taken under
+    the run's lock before the body streams in, turned into the ``Artifact`` row when it is
+    stored, given back when it is refused or fails (``app.artifacts.quotas``).
+
+    Why: the free room was read when an upload began and checked again when its row was
+    written, neither under a lock, so eight uploads at once each saw the same room and together
+    stored 163 % of the run's quota (issue 55). ``expires_at``: a reservation left by a server
+    that died mid-upload holds nothing after it."""
+
+    __tablename__ = "artifact_reservations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
