@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.core.errors import safe_text, validation_error_handler
+from app.core.errors import safe_text, validation_error_handler, without_server_paths
 from app.core.templating import templates
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,9 @@ def error_page(request: Request, status: int, detail: str,
 async def http_error(request: Request, exc: Exception) -> Response:
     """4xx/5xx raised by a view or by routing (unknown path): HTML for a browser."""
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.detail, str):  # a refusal may quote an exception naming a server path
+        exc = StarletteHTTPException(exc.status_code, without_server_paths(exc.detail),
+                                     getattr(exc, "headers", None))
     if exc.status_code < 400 or not wants_html(request):
         return await http_exception_handler(request, exc)
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)

@@ -9,6 +9,9 @@ cut to a preview, long lists and objects are summarised, non-finite numbers beco
 from __future__ import annotations
 
 import math
+import os
+import re
+import tempfile
 from typing import Any
 
 from fastapi import Request
@@ -37,6 +40,27 @@ def safe_text(text: str, limit: int = MAX_ECHO_CHARS) -> str:
     if len(clean) <= limit:
         return clean
     return f"{clean[:limit]}… ({len(text)} characters)"
+
+
+# tarfile's data filter says where a refused member would land: a path on this server
+_LANDS = re.compile(r"would (be extracted to|link to) (?:'[^']*'|\"[^\"]*\"), which is outside "
+                    r"the destination")
+# the folders TemporaryDirectory makes for one request (an upload unpacked, a log saved)
+_TEMP_DIRS = re.compile("(?:" + "|".join(re.escape(d) for d in sorted(
+    {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}, key=len, reverse=True))
+    + r")/tmp[a-z0-9_]{8}(?![^/'\"\s),;])")
+
+
+def without_server_paths(text: str) -> str:
+    """``text`` naming no path of this server, only what the client sent.
+
+    Why: a refusal quoted the exception it caught, and some name server paths: an import
+    member refused for traversal said "'../x' would be extracted to '/tmp/tmpab12cd34/x',
+    which is outside the destination" (issue 55). Where tarfile's filter says a member would
+    land becomes "points (links) outside the archive"; a request's temporary folder, "…"."""
+    text = _LANDS.sub(lambda m: ("points" if m.group(1).startswith("be") else "links")
+                      + " outside the archive", text)
+    return _TEMP_DIRS.sub("…", text)
 
 
 def json_safe(value: Any, depth: int = 0) -> Any:

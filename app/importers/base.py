@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from app.core.errors import without_server_paths
 from app.core.json_body import MAX_DEPTH
 from app.core.json_body import depth as json_depth
 from app.metrics.names import Row, normalize_row
@@ -21,6 +22,7 @@ class LogFormatError(ValueError):
     """A file could not be read as any supported training-log format; ``reason`` says why."""
 
     def __init__(self, path: str, reason: str) -> None:
+        reason = without_server_paths(reason)  # it often quotes an exception: see there
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
