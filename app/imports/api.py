@@ -137,23 +137,22 @@ def _store(tmp: Path, upload: UploadFile, data: bytes, archive: bool) -> tuple[P
 
 def _import(db: Session, upload: UploadFile, data: bytes, archive: bool, name: str,
             mapping: dict[str, str], save_map: bool, user_id: int | None) -> list[Run]:
-    """Unpack or keep the upload, read it and store its runs (committed), off the event loop."""
+    """Unpack or keep the upload, read it and store its runs, off the event loop; the import
+    commits as it goes, in short transactions (``imports.service.store_run``)."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path, source = _store(Path(tmp), upload, data, archive)
             unnamed_archive = archive and path.name == "unpacked"
             given = cleaned(name.strip()) or (source if unnamed_archive else None)
             runs = import_path(db, path, given, source_name=None if archive else source,
-                               mapping=mapping, save_mapping=save_map, mapping_source=source)
+                               mapping=mapping, save_mapping=save_map, mapping_source=source,
+                               created_by=user_id)
         except LogTooDeepError as exc:
             raise HTTPException(400, exc.reason) from None
         except LogFormatError as exc:
             raise HTTPException(422, exc.reason) from None
         except OSError as exc:
             raise HTTPException(422, f"could not read the upload ({exc})") from None
-    for run in runs:
-        run.created_by_id = user_id
-    db.commit()
     return runs
 
 

@@ -5,11 +5,15 @@ TRL wrote them (``log_completions=True``), its ``completions/completions_<step>.
 from __future__ import annotations
 
 import json
+import logging
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from app.core.db import write
 from app.diagnostics import Diagnosis, RunContext, diagnose
 from app.importers import ImportedLog, LogFormatError, load_log, trackio
 from app.importers.completions import load_completions
@@ -20,10 +24,13 @@ from app.imports import saved_mappings
 from app.ingest import pipeline
 from app.metrics.reading import Reading
 from app.rollouts.signals import step_signals
+from app.run_page import removal
 from app.runs import service
 from app.runs.models import Run
 from grpodeck.contract.fields import cleaned
 from grpodeck.contract.wire import RolloutStep
+
+logger = logging.getLogger(__name__)
 
 
 def locate(path: Path) -> tuple[Path, Path | None]:
@@ -129,79 +136,138 @@ def keep_reading(run: Run, log: ImportedLog) -> None:
         run.metric_reading = reading.as_json()
 
 
-def import_log(db: Session, path: Path, name: str | None = None,
-               source_name: str | None = None, completions: Path | None = None,
-               mapping: dict[str, str] | None = None) -> Run:
-    """Raises app.importers.LogFormatError (nothing stored) when a file can't be read.
+@dataclass
+class ReadRun:
+    """A run read from its files, ready to store. Every file is read before the store is
+    touched: a large log takes seconds to read, and no transaction may stay open meanwhile
+    (issue 55)."""
 
-    ``source_name`` is the file's original name when ``path`` is an upload's temporary copy;
-    ``mapping`` renames log keys to canonical names (``Reward=reward``). A folder's run is
-    named after the folder and keeps its saved training arguments in its spec.
-    """
+    name: str
+    spec: dict
+    log: ImportedLog
+    rollout_steps: list[RolloutStep] = field(default_factory=list)
+
+
+def read_log(path: Path, name: str | None = None, source_name: str | None = None,
+             completions: Path | None = None, mapping: dict[str, str] | None = None) -> ReadRun:
+    """The run a log (or a run folder) holds, read without the database. Raises
+    app.importers.LogFormatError when a file can't be read."""
     log_path, found = locate(path)
     completions = completions or found
     log = load_log(log_path, mapping=mapping)
     config, refused = run_config(path, log_path)
     rollout_steps = ([RolloutStep.model_validate(s) for s in load_completions(completions)]
                      if completions else [])
-    last_step = log.rows[-1][0]
     spec = {"source_file": source_name or log_path.name, "source_format": log.source_format,
             "rollout_steps": len(rollout_steps), **_storable_meta(log.meta),
             **_storable_meta(config), **({"config_not_read": refused} if refused else {})}
     if log.renames:  # what the run page's "read as" shows, in the original names
         spec["read_as"] = cleaned(renames_text(log.renames))[:2000]
-    default = default_name(path, log_path, source_name)
     # an upload's temporary copy has no folder of its own to read
     folders = (log_path.parent, log_path.parent.parent) if source_name is None else ()
     if model := known_model(log.meta, config, folders=folders):
         spec["model"] = model
-    run = service.create_imported_run(db, name=name or default, spec=spec,
-                                      max_step=last_step)
-    keep_reading(run, log)
-    pipeline.receive(db, run, log.rows, rollout_steps, track_progress=False)
-    return run
+    return ReadRun(name or default_name(path, log_path, source_name), spec, log, rollout_steps)
+
+
+def store_run(db: Session, read: ReadRun, created_by: int | None = None) -> Run:
+    """Store a read run, committed, in short transactions: the run, then its rows in batches
+    (``pipeline.receive_import``), so heartbeats and metric reports write in between. A
+    failure part-way removes the run again: no half-imported run stays behind."""
+    with write(db):
+        run = service.create_imported_run(db, name=read.name, spec=read.spec,
+                                          max_step=read.log.rows[-1][0])
+        run.created_by_id = created_by
+        keep_reading(run, read.log)
+    try:
+        return pipeline.receive_import(db, run.id, read.log.rows, read.rollout_steps)
+    except Exception:
+        _remove(db, run.id)
+        raise
+
+
+def _remove(db: Session, run_id: int) -> None:
+    """Delete a run whose import failed part-way; best effort (the failure is what is
+    raised)."""
+    db.rollback()
+    try:
+        with write(db):
+            if (run := db.get(Run, run_id)) is not None:
+                removal.delete_run(db, run)
+    except SQLAlchemyError:
+        logger.exception("could not remove run %s after its import failed", run_id)
+
+
+def import_log(db: Session, path: Path, name: str | None = None,
+               source_name: str | None = None, completions: Path | None = None,
+               mapping: dict[str, str] | None = None) -> Run:
+    """Read a log, then store it as a run (committed). Raises app.importers.LogFormatError
+    (nothing stored) when a file can't be read.
+
+    ``source_name`` is the file's original name when ``path`` is an upload's temporary copy;
+    ``mapping`` renames log keys to canonical names (``Reward=reward``). A folder's run is
+    named after the folder and keeps its saved training arguments in its spec.
+    """
+    return store_run(db, read_log(path, name, source_name, completions, mapping))
 
 
 def import_path(db: Session, path: Path, name: str | None = None,
                 source_name: str | None = None, completions: Path | None = None,
                 mapping: dict[str, str] | None = None, save_mapping: bool = False,
-                mapping_source: str | None = None) -> list[Run]:
+                mapping_source: str | None = None, created_by: int | None = None) -> list[Run]:
     """A log as one run, or a trackio project (its SQLite file) as one run per trackio run,
-    each named ``<name or file>/<trackio run>``. Raises LogFormatError; nothing is stored then.
+    each named ``<name or file>/<trackio run>``, committed. Raises LogFormatError; nothing is
+    stored then. Every file is read before anything is written (``ReadRun``).
 
-    Without a ``mapping``, the one remembered for this source name (the file's or folder's)
-    is used; ``save_mapping`` remembers the given one for the next log of that source
-    (``mapping_source``: the name to remember it under, when not the file's, as for an
-    uploaded archive)."""
+    Without a ``mapping``, the one the importing user (``created_by``, None: no account)
+    remembered for this source name (the file's or folder's) is used; ``save_mapping``
+    remembers the given one for their next log of that source (``mapping_source``: the name to
+    remember it under, when not the file's, as for an uploaded archive)."""
     source = mapping_source or source_name or path.name
-    mapping, reused = saved_mappings.resolve(db, source, mapping or {}, save_mapping)
-    runs = _import_runs(db, path, name, source_name, completions, mapping)
+    given = mapping or {}
+    mapping, reused = _mapping_for(db, source, given, save_mapping, created_by)
+    found = _read_runs(path, name, source_name, completions, mapping)
     if reused:  # the run says where its mapping came from
-        for run in runs:
-            run.spec = {**run.spec, "mapping_saved_for": saved_mappings.source_key(source)}
-    return runs
+        for read in found:
+            read.spec["mapping_saved_for"] = saved_mappings.source_key(source)
+    if save_mapping:
+        with write(db):
+            saved_mappings.remember(db, source, given, created_by)
+    return [store_run(db, read, created_by) for read in found]
 
 
-def _import_runs(db: Session, path: Path, name: str | None, source_name: str | None,
-                 completions: Path | None, mapping: dict[str, str]) -> list[Run]:
+def _mapping_for(db: Session, source: str, given: dict[str, str], save: bool,
+                 user_id: int | None) -> tuple[dict[str, str], bool]:
+    """``saved_mappings.resolve`` without its write: (the mapping to read with, whether it is
+    the remembered one). A mapping to remember is written once the log was read: written
+    first, its transaction held the store through the whole parse (issue 55)."""
+    if save:  # the given one is read, and replaces (or, empty, forgets) the remembered one
+        return given, False
+    found = saved_mappings.resolve(db, source, given, False, user_id)
+    db.commit()  # a read only: no transaction stays open through the parse (PostgreSQL)
+    return found
+
+
+def _read_runs(path: Path, name: str | None, source_name: str | None,
+               completions: Path | None, mapping: dict[str, str]) -> list[ReadRun]:
     if not trackio.looks_like(path):
-        return [import_log(db, path, name, source_name, completions, mapping)]
+        return [read_log(path, name, source_name, completions, mapping)]
     source = source_name or path.name
-    runs = []
-    for run_name in trackio.run_names(path):
-        log = translate(trackio.parse(path, run_name), mapping)
-        spec = {"source_file": source, "source_format": log.source_format,
-                "trackio_run": cleaned(run_name)[:200], **_storable_meta(log.meta)}
-        if model := known_model(log.meta):
-            spec["model"] = model
-        label = cleaned(f"{name or Path(source).stem}/{run_name}")[:120]
-        run = service.create_imported_run(db, name=label, spec=spec, max_step=log.rows[-1][0])
-        keep_reading(run, log)
-        pipeline.receive(db, run, log.rows, [], track_progress=False)
-        runs.append(run)
-    if not runs:
+    found = [_read_trackio_run(path, run_name, name, source, mapping)
+             for run_name in trackio.run_names(path)]
+    if not found:
         raise LogFormatError(source, "the trackio project holds no runs")
-    return runs
+    return found
+
+
+def _read_trackio_run(path: Path, run_name: str, name: str | None, source: str,
+                      mapping: dict[str, str]) -> ReadRun:
+    log = translate(trackio.parse(path, run_name), mapping)
+    spec = {"source_file": source, "source_format": log.source_format,
+            "trackio_run": cleaned(run_name)[:200], **_storable_meta(log.meta)}
+    if model := known_model(log.meta):
+        spec["model"] = model
+    return ReadRun(cleaned(f"{name or Path(source).stem}/{run_name}")[:120], spec, log)
 
 
 def diagnose_path(path: Path, context: RunContext | None = None,

@@ -80,13 +80,11 @@ async def import_upload(request: Request, db: SessionDep, identity: CurrentIdent
         try:  # parsing and storing: off the event loop, every other request waits on it
             runs = await run_in_threadpool(import_path, db, path, name or None,
                                            source_name=source, completions=folder,
-                                           mapping=mapping, save_mapping=save_map)
+                                           mapping=mapping, save_mapping=save_map,
+                                           created_by=identity.user_id)
         except LogFormatError as exc:
             error = exc.reason
-        else:
-            for run in runs:
-                run.created_by_id = identity.user_id
-            await run_in_threadpool(db.commit)
+        else:  # committed: the import writes in short transactions of its own
             target = f"/runs/{runs[0].id}" if len(runs) == 1 else "/runs"
             return RedirectResponse(target, status_code=303)
     return templates.TemplateResponse(request, "runs/import.html",

@@ -5,12 +5,15 @@ stands above the services it calls: none of them calls another's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from app.alerts import service as alerts
+from app.core.db import write
 from app.diagnostics import Diagnosis
 from app.health import service as health
 from app.metrics import rollups
@@ -19,6 +22,7 @@ from app.metrics.names import Row, normalize_row
 from app.metrics.reading import Reading, read_rows
 from app.rollouts import service as rollouts
 from app.runs.models import Run
+from app.runs.service import get_run_for_update
 from grpodeck.contract.wire import MetricRow, RolloutStep
 
 
@@ -77,6 +81,69 @@ background settler (``app/metrics/settler.py``).
     if all_rows:
         observe(db, run, all_rows)
     return accepted
+
+
+# An import writes this many values per transaction (~50 ms on SQLite), and this many rollout
+# steps: a heartbeat or a report waits for one batch at most, never for the whole import.
+IMPORT_BATCH_VALUES = 20_000
+IMPORT_BATCH_ROLLOUT_STEPS = 20
+# After each batch an import stands aside as long as the batch held the store, up to this: a
+# writer in this process takes the lock at once, and another process (the scheduler), whose
+# SQLite busy handler polls up to every 100 ms, finds the store free half of the time.
+IMPORT_MAX_PAUSE_S = 0.1
+
+
+def receive_import(db: Session, run_id: int, rows: Sequence[Row],
+                   rollout_steps: Sequence[RolloutStep] = ()) -> Run:
+    """Store an imported run's rollouts and rows, then diagnose it once: what ``receive(...,
+    track_progress=False)`` does, but in batches, each a short transaction of its own under the
+    run's lock, committed. One transaction held SQLite's only write lock for the whole import:
+    heartbeats and reports waited for it, and the scheduler got "database is locked" (issue 55).
+    Returns the run as stored."""
+    signal_rows: list[Row] = []
+    for start in range(0, len(rollout_steps), IMPORT_BATCH_ROLLOUT_STEPS):
+        with _import_batch(db, run_id):
+            signal_rows += rollouts.store(
+                db, run_id, rollout_steps[start:start + IMPORT_BATCH_ROLLOUT_STEPS])
+    all_rows = merge_by_step(rows, signal_rows)
+    for batch in _value_batches(all_rows, IMPORT_BATCH_VALUES):
+        with _import_batch(db, run_id) as run:
+            store(db, run, batch)
+            _note_names(run, batch)
+            rollups.settle(db, run)  # an import is read at once: its batch is spread now
+    with _import_batch(db, run_id, pause=False) as run:
+        if all_rows:
+            observe(db, run, all_rows)
+    return run
+
+
+@contextmanager
+def _import_batch(db: Session, run_id: int, pause: bool = True) -> Iterator[Run]:
+    """The run, locked, in a transaction committed when the block ends; then (``pause``) a
+    rest as long as the transaction held the store, up to ``IMPORT_MAX_PAUSE_S``, so that
+    other writers get in between two batches. LookupError: the run was deleted meanwhile."""
+    started = time.monotonic()
+    with write(db):
+        run = get_run_for_update(db, run_id)
+        if run is None:
+            raise LookupError(f"run {run_id} was deleted while it was being imported")
+        yield run
+    if pause:
+        time.sleep(min(time.monotonic() - started, IMPORT_MAX_PAUSE_S))
+
+
+def _value_batches(rows: list[Row], values: int) -> Iterator[list[Row]]:
+    """Consecutive rows, cut once a batch holds ``values`` values (a row is never split)."""
+    batch: list[Row] = []
+    held = 0
+    for row in rows:
+        batch.append(row)
+        held += len(row[1])
+        if held >= values:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 def observe(db: Session, run: Run, rows: list[Row], now: datetime | None = None) -> Diagnosis:
