@@ -27,6 +27,7 @@ from app.importers import LogFormatError
 from app.importers.base import LogTooDeepError
 from app.importers.mapping import parse_map
 from app.importers.read_report import suggested_map
+from app.imports import saved_mappings
 from app.imports.service import import_path
 from app.imports.views import MAX_NAME, SUFFIX
 from app.runs.models import Run
@@ -51,6 +52,15 @@ class ImportedRun(BaseModel):
 
 class ImportedOut(BaseModel):
     runs: list[ImportedRun]
+
+
+class SavedMappingOut(BaseModel):
+    """One remembered mapping: the file (or folder) name it is read for, and whose it is
+    (a user id; 0: saved without an account)."""
+
+    source: str
+    mapping: str
+    owner: int
 
 
 def _unpack(data: bytes, into: Path) -> Path:
@@ -189,3 +199,10 @@ async def create_import(request: Request, db: SessionDep, identity: CurrentIdent
         id=r.id, name=r.name, verdict=r.verdict, url=f"{base}/runs/{r.id}",
         suggested_map=suggested_map(set(r.metric_names or [])) if r.verdict == UNKNOWN else None)
         for r in runs])
+
+
+@router.get("/mappings", response_model=list[SavedMappingOut])
+def list_mappings(db: SessionDep, identity: CurrentIdentity) -> list[SavedMappingOut]:
+    """The caller's remembered mappings (``save_map``); an admin's call lists everyone's."""
+    rows = saved_mappings.listing(db, identity.user_id, everyone=identity.may_administer)
+    return [SavedMappingOut(source=r.source, mapping=r.mapping, owner=r.owner) for r in rows]

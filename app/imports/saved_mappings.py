@@ -21,6 +21,7 @@ from sqlalchemy import DateTime, Integer, String, Text, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.core.db import Base
+from app.importers.base import LogFormatError
 from app.importers.mapping import as_text, parse_map
 from grpodeck.contract.fields import cleaned
 
@@ -60,16 +61,16 @@ def _row(db: Session, source: str, user_id: int | None) -> SavedMapping | None:
 def remembered(db: Session, source: str, user_id: int | None) -> dict[str, str]:
     """The mapping this caller saved for ``source``, or an empty one. A stored mapping this
     version no longer accepts (two keys to one name, saved before that was refused) raises
-    ValueError saying how to replace it: read silently, it would drop a key."""
+    LogFormatError saying how to replace it (the import's 422): read, it would drop a key."""
     row = _row(db, source, user_id)
     if row is None:
         return {}
     try:
         return parse_map(row.mapping)
     except ValueError as exc:
-        raise ValueError(f"the mapping remembered for {row.source!r} ({row.mapping[:200]}) "
-                         f"is refused now: {exc}; send a mapping and remember it to replace "
-                         "it") from None
+        raise LogFormatError(row.source, f"the mapping remembered for this name "
+                             f"({row.mapping[:200]}) is refused now: {exc}; send a mapping "
+                             "and remember it to replace it") from None
 
 
 def remember(db: Session, source: str, mapping: dict[str, str], user_id: int | None) -> None:
@@ -89,7 +90,7 @@ def remember(db: Session, source: str, mapping: dict[str, str], user_id: int | N
 
 
 def resolve(db: Session, source: str, given: dict[str, str], save: bool,
-            user_id: int | None = None) -> tuple[dict[str, str], bool]:
+            user_id: int | None) -> tuple[dict[str, str], bool]:
     """(the mapping to read with, whether it is the remembered one): ``given`` when there is
     one (saved first when ``save``), else what this caller remembered for ``source``."""
     if save:
