@@ -100,8 +100,21 @@ def _untar(data: bytes, root: Path) -> None:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
                             f"the archive unpacks to more than {limit} bytes "
                             f"({MAX_UNPACK_RATIO}x its size): refused") from None
+    except tarfile.FilterError as exc:
+        raise LogFormatError("archive", _refused_member(exc)) from None
     except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
         raise LogFormatError("archive", f"not a readable tar.gz or zip ({exc})") from None
+
+
+def _refused_member(exc: tarfile.FilterError) -> str:
+    """Why the ``data`` filter refused a member, naming only the member (tarfile's own message
+    names where it would have landed: a path of this server)."""
+    name = exc.tarinfo.name[:200]
+    if isinstance(exc, (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError)):
+        return f"member {name!r} links outside the archive"
+    if isinstance(exc, tarfile.SpecialFileError):
+        return f"member {name!r} is not a regular file, folder or link"
+    return f"member {name!r} points outside the archive"
 
 
 def _unzip(data: bytes, archive: Path, root: Path) -> None:
