@@ -41,14 +41,20 @@ def mark_acked(path: Path, count: int) -> None:
     prefix (at worst some rows are replayed, which ingest absorbs)."""
     ack = _ack_path(path)
     tmp = ack.with_name(f"{ack.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-    tmp.write_text(str(count))
-    os.replace(tmp, ack)
+    try:
+        tmp.write_text(str(count))
+        os.replace(tmp, ack)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no empty temporary behind
+        raise
 
 
 def acked(path: Path) -> int:
+    """The acknowledged count; 0 when it is missing, unreadable or not a count (a corrupt
+    sidecar: resending lines is harmless, skipping them would lose them)."""
     try:
-        return int(_ack_path(path).read_text().strip() or 0)
-    except (FileNotFoundError, ValueError):
+        return max(0, int(_ack_path(path).read_text().strip() or 0))
+    except (OSError, ValueError):
         return 0
 
 
