@@ -92,7 +92,7 @@ class SenderCallback(TrainerCallback):
         sender, self.sender = self.sender, None
         if sender is not None and not sender.close(deadline):
             log.warning("grpodeck: %d rows were not delivered; they are in %s", sender.pending(),
-                        sender.spool_path)
+                        sender.kept_in)
         return sender
 
 

@@ -27,13 +27,24 @@ The server's answers:
 - any other 4xx (a 422): resending would fail forever, so that batch is dropped (acknowledged)
   with a warning and later rows go on; rows the contract's models already refuse are dropped
   before the round trip, one by one.
-- 429, 5xx, no answer: back off (doubling from ``flush_seconds``, at most ``MAX_BACKOFF``) and
-  retry the same rows; when the answer carries ``Retry-After`` (503 while another transaction
-  holds the database's lock, 429), the next try comes after what the server asked instead.
+- 429, 5xx: back off (doubling from ``flush_seconds``, at most ``MAX_BACKOFF``) and retry the
+  same rows; when the answer carries ``Retry-After`` (503 while another transaction holds the
+  database's lock, 429), the next try comes after what the server asked instead.
+- no answer at all (the Deck is down): try again every ``PROBE_SECONDS`` at most. A refused
+  connection costs neither side anything, and a Deck that comes back then hears from its runs
+  (and registers the ones spooled while it was away) within seconds, not after a back-off
+  grown to half a minute (issue 55).
+
+Nothing here may hurt the training it serves (issue 55): a spool that cannot be written (a
+full disk, a folder that cannot be created) keeps what waits in memory and still sends it
+(``grpodeck.client.linespool``); corrupt spool lines are dropped with a warning; any other
+error is one warning line and the thread goes on. The thread never raises into the script.
 
 Between posts the thread sleeps on its queue (it wakes for a new item or the next post, never
-polls). ``close(deadline)`` delivers what is left for at most ``deadline`` seconds; whatever
-the server has not taken by then stays unacknowledged in the spool.
+polls). ``close(deadline, stall)`` delivers what is left for at most ``deadline`` seconds, and
+(with ``stall``) gives up once nothing was delivered for ``stall`` seconds: a script ending
+while the Deck is down returns at once instead of waiting out the deadline. Whatever the server
+has not taken by then stays unacknowledged in the spool.
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from grpodeck.client.linespool import Chunk, LineSpool
+from grpodeck.client.linespool import Chunk, LineSpool, why
 from grpodeck.client.retry import retry_after
 from grpodeck.contract.wire import FinishedIn, IngestReply, MetricRow, RolloutStep
 
@@ -66,13 +77,19 @@ ROLLOUT_SPOOL_BYTES = 512 * 1024 * 1024  # undelivered rollouts kept on disk (ol
 RUN_OVER = (401, 404, 409)  # the server no longer takes reports for this run
 MIN_FLUSH_SECONDS = 0.1  # a heartbeat at most this often, a retry no sooner (never spin)
 MAX_BACKOFF = 30.0
+PROBE_SECONDS = 2.0  # with no answer at all, the next try comes at most this much later
 CLOSING_RETRY = 2.0  # while closing, a failed post is retried at least this often
 
 OK, REFUSED, FAILED, OVER = "ok", "refused", "failed", "over"
 
 
 class RetryLater(Exception):
-    """Raised by a registrar when the Deck did not answer: try again after a back-off."""
+    """Raised by a registrar when the Deck did not register the run: try again after a
+    back-off (``answered`` False: nothing answered, so probing again soon costs nothing)."""
+
+    def __init__(self, message: str, answered: bool = False) -> None:
+        super().__init__(message)
+        self.answered = answered
 
 
 # Registers the run: raises RetryLater to be tried again, ValueError (the Deck refused the run's
@@ -80,18 +97,21 @@ class RetryLater(Exception):
 Registrar = Callable[[], "Target"]
 
 
-def rollouts_path_for(spool_path: Path) -> Path:
+def rollouts_path_for(spool_path: Path | None) -> Path | None:
     """Where a Sender spooling rows to ``spool_path`` spools its captured rollouts."""
+    if spool_path is None:
+        return None
     name = spool_path.name.removesuffix(".jsonl").removesuffix(".metrics")
     return spool_path.with_name(
         "rollouts.jsonl" if name == "metrics" else f"{name}.rollouts.jsonl")
 
 
 def _loads(line: bytes) -> Any:
-    """One spooled line, or None when it is not JSON (dropped like any row the wire refuses)."""
+    """One spooled line, or None when it is not JSON (dropped like any row the wire refuses):
+    bad bytes, NULs a power cut left, or nesting deeper than the parser goes."""
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -128,9 +148,12 @@ class Sender(threading.Thread):
     ``flush_seconds`` (and as soon as ``batch_rows`` rows wait, when given).
 
     ``target`` None: the run is not registered yet; ``registrar`` is tried (with back-off) on
-    this thread until it returns the target, while everything logged waits in the spools."""
+    this thread until it returns the target, while everything logged waits in the spools.
+    ``spool_path`` None: there is nowhere to write (``init`` could not create its folder), so
+    what waits is kept in memory only."""
 
-    def __init__(self, target: Target | None, spool_path: Path, *, flush_seconds: float = 2.0,
+    def __init__(self, target: Target | None, spool_path: Path | None, *,
+                 flush_seconds: float = 2.0,
                  batch_rows: int | None = None, queue_size: int = 10_000,
                  timeout: float = 5.0, rollout_path: Path | None = None,
                  rollout_spool_bytes: int = ROLLOUT_SPOOL_BYTES,
@@ -139,7 +162,7 @@ class Sender(threading.Thread):
         self.target = target
         self.registrar = registrar
         self.timeout = timeout
-        self.spool_path = Path(spool_path)
+        self.spool_path = Path(spool_path) if spool_path is not None else None
         self.flush_seconds = max(MIN_FLUSH_SECONDS, flush_seconds)
         self.batch_rows = batch_rows
         self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=queue_size)
@@ -147,6 +170,9 @@ class Sender(threading.Thread):
         self._closing = threading.Event()
         self._stopped = threading.Event()
         self._server_wait: float | None = None  # the last failure's Retry-After, if it had one
+        self._answered = True  # whether the last failure had an answer at all
+        self._progress = threading.Event()  # set on each delivery (close waits on it)
+        self._ended = False  # the thread has returned (set before its last _progress)
         # Held while queued items move to the spools: a full queue spools on the training
         # thread, and what is still queued must reach a spool before its (later) lines (issue
         # 31: a fast loop's spool out of step order made the server skip half of a run).
@@ -193,19 +219,29 @@ class Sender(threading.Thread):
         """Captured steps dropped at the rollout spool's size bound (never sent)."""
         return self.rollouts.dropped
 
-    def close(self, deadline: float) -> bool:
-        """Deliver everything queued and spooled, for at most ``deadline`` seconds, then stop
-        the thread (a post in flight ends on its own timeout). Whatever the server has not
-        taken stays unacknowledged in the spool. True when nothing is left."""
+    def close(self, deadline: float, stall: float | None = None) -> bool:
+        """Deliver everything queued and spooled, for at most ``deadline`` seconds (and, with
+        ``stall``, until nothing was delivered for ``stall`` seconds), then stop the thread (a
+        post in flight ends on its own timeout). Whatever the server has not taken stays
+        unacknowledged in the spool. True when nothing is left."""
         self._closing.set()
         self._wake()
         if self.is_alive():
-            self.join(timeout=max(0.0, deadline))
+            self._wait_delivered(time.monotonic() + max(0.0, deadline), stall)
         self._stopped.set()
         self._wake()
         self._settle()
         return self.state.run_over or (self.pending() == 0 and self.rollouts.pending() == 0
                                        and self.target is not None)
+
+    def _wait_delivered(self, end: float, stall: float | None) -> None:
+        """Until the thread returns, ``end``, or ``stall`` seconds pass with no delivery."""
+        while not self._ended:
+            left = end - time.monotonic()
+            if left <= 0 or not self._progress.wait(left if stall is None else min(left, stall)):
+                return
+            self._progress.clear()
+        self.join(timeout=max(0.0, min(1.0, end - time.monotonic())))
 
     def pending(self) -> int:
         """Spooled rows the server has not acknowledged."""
@@ -234,8 +270,8 @@ class Sender(threading.Thread):
                 if time.monotonic() >= next_post or self._batch_due():
                     try:
                         delivered_all = self._register() and self._post_all()
-                    except Exception as exc:  # a bug here must not end reporting
-                        log.exception("grpodeck: unexpected error while sending")
+                    except Exception as exc:  # noqa: BLE001 - a bug must not end reporting
+                        self._unexpected(exc)
                         self._failed(repr(exc))
                         delivered_all = False
                     wait = self.flush_seconds if delivered_all else self._backoff()
@@ -245,6 +281,14 @@ class Sender(threading.Thread):
                 self._sleep_until(next_post)
         finally:
             self._settle()
+            self._ended = True
+            self._progress.set()
+
+    def _unexpected(self, exc: BaseException) -> None:
+        """A bug must not end reporting nor print a traceback into the training's output: one
+        warning line (the traceback only with the logger at DEBUG)."""
+        log.warning("grpodeck: unexpected error in the sender (%s); reporting goes on", why(exc),
+                    exc_info=log.isEnabledFor(logging.DEBUG))
 
     def _given_up(self, closing: bool) -> bool:
         """Not registered and never will be here (no registrar, or the Deck refused it): the
@@ -262,15 +306,16 @@ class Sender(threading.Thread):
         try:
             target = self.registrar()
         except RetryLater as exc:
-            self._failed(str(exc))
+            self._failed(str(exc), answered=exc.answered)
             return False
         except ValueError as exc:  # the Deck refused the run's options: keep the spool
             self.state.not_registered = str(exc) or type(exc).__name__
             log.warning("grpodeck: the Deck refused to register the run (%s); it stays in %s",
-                        self.state.not_registered, self.spool_path.parent)
+                        self.state.not_registered, self.kept_in)
             return False
         self._http, self.target = self._client(target), target
         self._back()
+        self._progress.set()
         return True
 
     def _caught_up(self) -> bool:
@@ -292,14 +337,20 @@ class Sender(threading.Thread):
             self.rollouts.pending() >= ROLLOUTS_PER_POST
 
     def _backoff(self) -> float:
-        """The server's Retry-After when it gave one, else doubling from flush_seconds."""
+        """The server's Retry-After when it gave one, else doubling from flush_seconds (at most
+        PROBE_SECONDS while nothing answers at all)."""
         if self._server_wait is not None:
             return min(MAX_BACKOFF, max(MIN_FLUSH_SECONDS, self._server_wait))
-        return min(MAX_BACKOFF, self.flush_seconds * 2 ** min(self.state.failures, 5))
+        grown = self.flush_seconds * 2 ** min(self.state.failures, 5)
+        return min(MAX_BACKOFF if self._answered else PROBE_SECONDS, grown)
 
     def _drain(self) -> None:
+        """Queued items to the spools; never raises (it also runs on the training thread)."""
         with self._order_lock:
-            self._drain_in_order()
+            try:
+                self._drain_in_order()
+            except Exception as exc:  # noqa: BLE001 - nor reach the training thread
+                self._unexpected(exc)
 
     def _drain_in_order(self) -> None:
         rows: list[dict[str, Any]] = []
@@ -391,6 +442,7 @@ class Sender(threading.Thread):
                delivered: bool) -> None:
         self.rows.ack(rows)
         self.rollouts.ack(steps)
+        self._progress.set()
         if delivered:
             self.state.rows_delivered += n_rows
             self.state.rollouts_delivered += n_steps
@@ -401,7 +453,7 @@ class Sender(threading.Thread):
             response = self._http.post(f"/api/runs/{self.target.run_id}/metrics", content=body,
                                        headers={"Content-Type": "application/json"})
         except httpx.HTTPError as exc:
-            return self._failed(str(exc) or type(exc).__name__)
+            return self._failed(str(exc) or type(exc).__name__, answered=False)
         status = response.status_code
         if status in RUN_OVER:
             log.warning("grpodeck: the server no longer takes reports for run %s (%d); stopping",
@@ -422,7 +474,7 @@ class Sender(threading.Thread):
 
     def _back(self) -> None:
         if self.state.failures:
-            log.warning("grpodeck: the server is back; sending what was kept on disk")
+            log.warning("grpodeck: the server is back; sending what was kept")
         self.state.failures = 0
 
     def _reply(self, response: httpx.Response) -> None:
@@ -435,23 +487,36 @@ class Sender(threading.Thread):
                         reply.reason or "no reason given")
             self.state.stop, self.state.stop_reason = True, reply.reason
 
-    def _failed(self, why: str, server_wait: float | None = None) -> str:
-        self._server_wait = server_wait
+    def _failed(self, reason: str, server_wait: float | None = None,
+                answered: bool = True) -> str:
+        self._server_wait, self._answered = server_wait, answered
         if not self.state.failures and self.target is not None:  # (init warned when unregistered)
             log.warning("grpodeck: cannot report to %s (%s); rows are kept in %s and sent when "
-                        "it answers", self.target.base_url, why, self.spool_path)
+                        "it answers", self.target.base_url, reason, self.kept_in)
         self.state.failures += 1
-        self.state.last_error = why
+        self.state.last_error = reason
         return FAILED
 
+    @property
+    def kept_in(self) -> str:
+        """Where waiting rows are kept, in words: the spool file, or memory."""
+        if self.rows.memory is not None or self.spool_path is None:
+            return "memory (the spool cannot be written)"
+        return str(self.spool_path.parent)
+
     # -- after close -----------------------------------------------------------------------
-    def finish(self, returncode: int, error: str | None = None, attempts: int = 5) -> str | None:
+    def finish(self, returncode: int, error: str | None = None, attempts: int = 5,
+               deadline: float | None = None) -> str | None:
         """Report how training ended; the run's final status, or None when it never arrived
-        (or the run was never registered)."""
+        (or the run was never registered). ``deadline``: seconds to keep trying (at least one
+        try), so a Deck that goes away right now cannot hold the script."""
         if self._http is None or self.target is None:
             return None
         body = FinishedIn(returncode=returncode, error=error).model_dump(mode="json")
+        end = None if deadline is None else time.monotonic() + deadline
         for attempt in range(attempts):
+            if attempt and end is not None and time.monotonic() >= end:
+                break
             wait = min(8.0, 0.5 * 2 ** attempt)
             try:
                 response = self._http.post(f"/api/runs/{self.target.run_id}/finished", json=body)
@@ -460,6 +525,8 @@ class Sender(threading.Thread):
                 wait = retry_after(response) or wait  # 503 while the database is locked
             except (httpx.HTTPError, ValueError):
                 pass
+            if end is not None:
+                wait = min(wait, max(0.0, end - time.monotonic()))
             time.sleep(wait)
         return None
 
