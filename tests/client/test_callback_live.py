@@ -175,7 +175,11 @@ def test_web_down_mid_run_every_row_arrives_once_and_steps_never_wait(
     quickest step outside the outage; a bound on the step time alone failed on load, not on the
     code: a loaded machine's step once took 5.05 s against the 5 s timeout)."""
     times = tmp_path / "times.jsonl"
-    proc = start_script(deck, model_dir, tmp_path / "out", "outage", STEPS, "--times", str(times))
+    # The outage may outlast the script's last step: by default finish would then give up
+    # within seconds and leave the rest to `sync` (tests/client/test_bad_days.py); this test
+    # asks it to wait for the Deck's return, as a script may (issue 55).
+    proc = start_script(deck, model_dir, tmp_path / "out", "outage", STEPS, "--times", str(times),
+                        env={"GRPODECK_FINISH_TIMEOUT": "120"})
     try:
         deck.wait_until(lambda: (r := find_run(deck, "outage")) is not None and r["step"] >= 5,
                         "the script's run reports steps", timeout=180)

@@ -52,7 +52,7 @@ def _sync(args: argparse.Namespace) -> int:
     for spool in spools:
         try:
             done = sync_run(spool, args.url, args.api_key, deadline=args.deadline)
-        except SyncError as exc:
+        except (SyncError, OSError) as exc:  # one line per run folder, never a traceback
             print(f"error: {exc}", file=sys.stderr)
             code = 1
             continue

@@ -10,13 +10,21 @@ external) and finishing wait on the network; nothing in between does.
 Reporting never breaks training unless asked, and never loses what was logged: a Deck that
 cannot be reached at ``init`` is a warning, the run is spooled locally (its definition, rows
 and rollouts, in step order with their time stamps) and the sender thread registers it when
-the Deck answers (with back-off, never blocking ``log``), then delivers everything. A process
-that ends first leaves the folder for ``grpodeck-client sync DIR``; ``finish`` prints one line
-saying what was not delivered and that command. A Deck that refuses the key (401/403) is not
-retried (the folder waits for ``sync`` with the right key). ``strict=True`` raises
-``DeckUnavailable`` instead (at ``init``, before any step is spent). Options the server refuses
-(a bad tag, an alert destination the outbound policy forbids: 422) always raise
-``DeckRefused``, naming the field.
+the Deck answers (it asks every few seconds while nothing answers, never blocking ``log``),
+then delivers everything. A process that ends first leaves the folder for
+``grpodeck-client sync DIR``; ``finish`` prints one line saying what was not delivered and
+that command. A Deck that refuses the key (401/403) is not retried (the folder waits for
+``sync`` with the right key). ``strict=True`` raises ``DeckUnavailable`` instead (at ``init``,
+before any step is spent). Options the server refuses (a bad tag, an alert destination the
+outbound policy forbids: 422) always raise ``DeckRefused``, naming the field.
+
+Nor does the client hurt the training it serves when its own machine has a bad day (issue
+55): a spool folder that cannot be created (under a regular file, a read-only or full disk)
+is one warning and the run is reported from memory; a disk that fills up during the run is one
+warning and what waits moves to memory, still sent; ``finish`` with the Deck down returns
+within seconds (``FINISH_PATIENCE`` without a delivery), unless asked to wait longer
+(``finish(timeout=S)`` or ``$GRPODECK_FINISH_TIMEOUT``). Only ``strict=True`` raises, at
+``init``, when the spool folder cannot be created.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ log = logging.getLogger("grpodeck.client")
 URL_ENVS = ("GRPODECK_URL", "GRPO_DECK_URL")  # the second: the name DeckCallback first read
 KEY_ENV = "GRPODECK_API_KEY"
 GUARD_RAIL_PREFIX = "stopped by diagnostics: "  # the server's stop reason for its guard rail
+FINISH_ENV = "GRPODECK_FINISH_TIMEOUT"  # seconds finish waits, whatever the Deck does
+FINISH_PATIENCE = 5.0  # by default finish gives up after this long with nothing delivered
+MAX_FINISH_WAIT = 86_400.0  # a timeout past a day (or inf) waits a day
 
 
 class DeckUnavailable(RuntimeError):
@@ -219,28 +230,38 @@ class Run:
                 log.warning("grpodeck: %s was not uploaded: %s", artifact_name, exc)
         return None
 
-    def finish(self, status: str = "succeeded", error: str | None = None) -> str | None:
-        """Deliver what is queued and spooled (up to ``finish_deadline`` s), then end the run:
-        ``status`` "succeeded" or "failed" (with ``error``). The Deck's final status (a run it
-        stopped ends "cancelled"), or None when it never heard."""
+    def finish(self, status: str = "succeeded", error: str | None = None, *,
+               timeout: float | None = None) -> str | None:
+        """Deliver what is queued and spooled, then end the run: ``status`` "succeeded" or
+        "failed" (with ``error``). The Deck's final status (a run it stopped ends "cancelled"),
+        or None when it never heard.
+
+        By default it waits while the Deck takes what is left (at most ``finish_deadline`` s)
+        and gives up after ``FINISH_PATIENCE`` s in which nothing was delivered: the end of a
+        script must not hang on a Deck that is down (what is left stays in the spool, and the
+        line printed says how to sync it). ``timeout`` (or ``$GRPODECK_FINISH_TIMEOUT``): wait
+        up to that many seconds however the Deck answers (a Deck known to be restarting)."""
         sampler, self.sampler = self.sampler, None
         if sampler is not None:
             sampler.close()  # its last sample goes out with the rest
         sender, self.sender = self.sender, None
         if sender is None:
             return self.status
-        delivered = sender.close(self.finish_deadline)
+        deadline, stall = finish_wait(timeout, self.finish_deadline, sender.timeout)
+        start = time.monotonic()
+        delivered = sender.close(deadline, stall)
         self._late_id = int(sender.target.run_id) if sender.target is not None else None
         state = sender.state
         self._stopped = stopped_reason(state.stop, state.stop_reason, state.run_over)
         failed = status != "succeeded"
         code, why = (1 if failed else 0), ((error or status)[:4_000] if failed else None)
-        if self.spool is not None:
-            self.spool.save_finish(code, why)  # for `grpodeck-client sync` if not sent here
+        spool = self.spool  # finished.json: for `grpodeck-client sync` if not sent here
+        saved = spool is not None and kept("finished.json", lambda: spool.save_finish(code, why))
         if delivered and not state.run_over:  # else `sync` ends it once its rows are in
-            self.status = sender.finish(code, why)
-            if self.status and self.spool is not None:
-                self.spool.save_finish(code, why, sent=True)
+            left = stall if stall is not None else deadline - (time.monotonic() - start)
+            self.status = sender.finish(code, why, deadline=left)
+            if self.status and saved:
+                kept("finished.json", lambda: spool.save_finish(code, why, sent=True))
             print(f"GRPO Deck: run {sender.target.run_id if sender.target else '?'} ended "
                   f"{self.status or 'unreported'}", file=sys.stderr, flush=True)
         line = undelivered_line(sender, self.spool)
@@ -259,6 +280,36 @@ class Run:
             self.finish()
         else:
             self.finish("failed", f"{kind.__name__ if kind else 'Error'}: {exc}")
+
+
+def finish_wait(timeout: float | None, deadline: float,
+                post_timeout: float) -> tuple[float, float | None]:
+    """How long ``finish`` waits: (at most, giving up after that long without a delivery or
+    None). An explicit ``timeout`` (or ``$GRPODECK_FINISH_TIMEOUT``) is waited out whatever
+    the Deck does; by default the patience applies within ``deadline``, and is never shorter
+    than one post may take (``post_timeout``: a slow Deck that is taking a batch is no
+    stall)."""
+    if timeout is None and os.environ.get(FINISH_ENV, "").strip():
+        try:
+            timeout = float(os.environ[FINISH_ENV])
+        except ValueError:
+            log.warning("grpodeck: $%s=%r is not a number of seconds; ignored", FINISH_ENV,
+                        os.environ[FINISH_ENV])
+    if timeout is None or math.isnan(timeout):
+        return deadline, max(FINISH_PATIENCE, post_timeout + 1.0)
+    return min(MAX_FINISH_WAIT, max(0.0, timeout)), None
+
+
+def kept(what: str, write: Callable[[], None]) -> bool:
+    """Write ``what`` into the spool folder; a failure (a full disk) is one warning, never an
+    error in the training script."""
+    try:
+        write()
+    except OSError as exc:
+        log.warning("grpodeck: could not write %s in the spool folder (%s)", what,
+                    exc.strerror or exc)
+        return False
+    return True
 
 
 def register(url: str, body: ExternalRunIn, api_key: str | None,
@@ -310,7 +361,11 @@ def init(url: str | None = None, name: str | None = None, *,
     the launch form's rules (``{"urls": [...], "min_severity": "warning", "ignore": [...]}``);
     ``api_key`` (or ``$GRPODECK_API_KEY``); ``stop_on_critical``: the guard rail may stop it;
     ``spool_dir``: where the run's spool folder goes (default ``./grpodeck-spool``): rows and
-    rollouts wait there until delivered, the whole run when the Deck is down at ``init``;
+    rollouts wait there until delivered, the whole run when the Deck is down at ``init`` (a
+    folder that cannot be created is a warning, and the run is reported from memory);
+    ``finish_deadline``: the most seconds ``finish`` spends delivering what is left while the
+    Deck keeps taking it (see ``Run.finish``: a Deck that takes nothing for a few seconds ends
+    the wait);
     ``rollout_spool_mb``: undelivered rollouts kept on disk (past it the oldest are dropped,
     counted and reported at ``finish``);
     ``system_metrics``: sample CPU %, RSS, GPU memory/utilisation and tokens/s as ``system/*``
@@ -330,26 +385,23 @@ def init(url: str | None = None, name: str | None = None, *,
     except ValueError as exc:  # pydantic's ValidationError: the same rules the server applies
         raise DeckRefused(f"GRPO Deck would refuse the run's options: {exc}") from exc
     api_key = api_key or os.environ.get(KEY_ENV)
-    info, why = None, f"no GRPO Deck url (pass url= or set {URL_ENVS[0]})"
-    retry = False
+    spool = open_spool(Path(spool_dir) if spool_dir else Path("grpodeck-spool"), url, body,
+                       strict)
     try:
-        if not url:
-            raise DeckUnavailable(why)
-        info = register(url, body, api_key, timeout)
-    except DeckUnavailable as exc:
-        if strict:
-            raise
-        why, retry = str(exc), bool(url) and not isinstance(exc, CredentialsRefused)
-    spool = RunDir.create(Path(spool_dir) if spool_dir else Path("grpodeck-spool"), url, body)
-    if info is not None:
-        spool.save_registration(info)
-    else:
-        log.warning("grpodeck: %s; training goes on and the run is kept in %s (%s)", why,
-                    spool.path, "registered and delivered when the Deck answers" if retry
-                    else f"deliver it with: {sync_command(spool, url)}")
-    sender = Sender(Target(url, info.id, info.token) if info else None, spool.metrics_path,
-                    rollout_path=spool.rollouts_path, flush_seconds=flush_seconds,
-                    timeout=timeout, rollout_spool_bytes=int(rollout_spool_mb * 2**20),
+        info, why, retry = first_registration(url, body, api_key, timeout, strict)
+    except (DeckUnavailable, DeckRefused):
+        if spool is not None:
+            spool.discard()  # nothing was logged: no folder left for a later sync to register
+        raise
+    if info is None:
+        offline_warning(why, retry, spool, url)
+    elif spool is not None:
+        kept("registered.json", lambda: spool.save_registration(info))
+    sender = Sender(Target(url, info.id, info.token) if info else None,
+                    spool.metrics_path if spool else None,
+                    rollout_path=spool.rollouts_path if spool else None,
+                    flush_seconds=flush_seconds, timeout=timeout,
+                    rollout_spool_bytes=int(rollout_spool_mb * 2**20),
                     registrar=registrar(url, body, api_key, timeout, spool) if retry else None)
     sender.start()
     if info is not None:
@@ -358,17 +410,59 @@ def init(url: str | None = None, name: str | None = None, *,
                start_sampler(sender.put_rows, system_metrics, system_seconds), spool)
 
 
+def open_spool(parent: Path, url: str, body: ExternalRunIn, strict: bool) -> RunDir | None:
+    """The run's spool folder under ``parent``; one that cannot be created (under a regular
+    file, a read-only or full disk) is one warning and None (the run is reported from memory),
+    unless ``strict``."""
+    try:
+        return RunDir.create(parent, url, body)
+    except OSError as exc:
+        if strict:
+            raise
+        log.warning("grpodeck: cannot create the spool folder under %s (%s); training goes on "
+                    "and the run is reported from memory (what the Deck has not taken when the "
+                    "process exits is lost)", parent, exc.strerror or exc)
+        return None
+
+
+def first_registration(url: str, body: ExternalRunIn, api_key: str | None, timeout: float,
+                       strict: bool) -> tuple[ExternalRunOut | None, str, bool]:
+    """The Deck's registration at ``init``; else (None, why, whether the sender should keep
+    trying). ``strict``: the Deck's absence raises instead."""
+    try:
+        if not url:
+            raise DeckUnavailable(f"no GRPO Deck url (pass url= or set {URL_ENVS[0]})")
+        return register(url, body, api_key, timeout), "", False
+    except DeckUnavailable as exc:
+        if strict:
+            raise
+        return None, str(exc), bool(url) and not isinstance(exc, CredentialsRefused)
+
+
+def offline_warning(why: str, retry: bool, spool: RunDir | None, url: str) -> None:
+    """The one line saying the Deck did not register the run at ``init`` and what happens."""
+    if retry:
+        then = "registered and delivered when the Deck answers"
+    elif spool is not None:
+        then = f"deliver it with: {sync_command(spool, url)}"
+    else:
+        then = "lost when the process exits: there is no spool folder to sync"
+    log.warning("grpodeck: %s; training goes on and the run is kept in %s (%s)", why,
+                spool.path if spool is not None else "memory", then)
+
+
 def registrar(url: str, body: ExternalRunIn, api_key: str | None, timeout: float,
-              spool: RunDir) -> Callable[[], Target]:
+              spool: RunDir | None) -> Callable[[], Target]:
     """What the sender thread calls until the Deck registers the run (see ``Sender``)."""
     def attempt() -> Target:
         try:
             info = register(url, body, api_key, timeout)
         except CredentialsRefused as exc:
             raise ValueError(str(exc)) from None  # give up: `sync` with the right key
-        except DeckUnavailable as exc:
-            raise RetryLater(str(exc)) from None
-        spool.save_registration(info)
+        except DeckUnavailable as exc:  # a cause: no answer at all (see ``register``)
+            raise RetryLater(str(exc), answered=exc.__cause__ is None) from None
+        if spool is not None:
+            kept("registered.json", lambda: spool.save_registration(info))
         print(f"GRPO Deck: run {info.id} is live at {info.url} (registered once the Deck "
               "answered; sending what was kept)", file=sys.stderr, flush=True)
         return Target(url, info.id, info.token)
@@ -393,6 +487,9 @@ def undelivered_line(sender: Sender, spool: RunDir | None) -> str | None:
         parts.append(f"{rows} rows and {steps} rollout steps were not delivered"
                      + ("" if sender.target else " (the run is not registered: "
                         f"{state.not_registered or state.last_error or 'the Deck did not answer'})"))
+    if sender.rows.dropped:
+        parts.append(f"{sender.rows.dropped} rows were dropped (the spool failed: "
+                     f"{sender.rows.trouble}, and memory holds only so much)")
     if sender.rollouts_dropped:
         parts.append(f"{sender.rollouts_dropped} rollout steps were dropped at the spool's bound "
                      f"({(sender.rollouts.max_pending_bytes or 0) / 2**20:.0f} MB)")
@@ -401,8 +498,22 @@ def undelivered_line(sender: Sender, spool: RunDir | None) -> str | None:
                      f"{state.rollouts_refused} rollout steps")
     if not parts:
         return None
-    if (rows or steps) and spool is not None:
+    return "GRPO Deck: " + "; ".join(parts) + "; " + where_left(sender, spool, rows + steps)
+
+
+def where_left(sender: Sender, spool: RunDir | None, waiting: int) -> str:
+    """Where what was not delivered is: a folder to sync, or (the spool could not be
+    written) memory, which the process takes with it."""
+    lost = sender.rows.lost + sender.rollouts.lost
+    if waiting and lost >= waiting:
+        return (f"they were kept in memory only (the spool could not be written: "
+                f"{sender.rows.trouble or sender.rollouts.trouble}), so they are lost")
+    if waiting and spool is not None:
         where = f"they are in {spool.path}: run `{sync_command(spool)}` when the Deck answers"
     else:
-        where = f"spool: {sender.spool_path.parent}"
-    return "GRPO Deck: " + "; ".join(parts) + "; " + where
+        where = f"spool: {sender.kept_in}"
+    if waiting and lost:
+        return (f"{lost} of them were kept in memory only (the spool could not be written: "
+                f"{sender.rows.trouble or sender.rollouts.trouble}) and are lost; the others: "
+                + where)
+    return where

@@ -19,11 +19,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
 
@@ -34,15 +37,19 @@ def _write(path: Path, data: dict[str, Any], private: bool = False) -> None:
     """Atomic JSON write (a crash leaves the old file or none); ``private``: mode 0600."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written temporary
+        raise
 
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):  # missing, unreadable, not JSON (or not UTF-8)
         return None
     return data if isinstance(data, dict) else None
 
@@ -58,9 +65,17 @@ class RunDir:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = Path(parent).resolve() / f"{slug}-{stamp}-{uuid.uuid4().hex[:6]}"
         path.mkdir(parents=True)
-        _write(path / RUN_FILE, {"url": url, "started_at": round(time.time(), 3),
-                                 "run": body.model_dump(mode="json", exclude_none=True)})
+        try:
+            _write(path / RUN_FILE, {"url": url, "started_at": round(time.time(), 3),
+                                     "run": body.model_dump(mode="json", exclude_none=True)})
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)  # a folder without run.json is no spool
+            raise
         return cls(path)
+
+    def discard(self) -> None:
+        """Remove the folder (``init`` raising before anything was logged)."""
+        shutil.rmtree(self.path, ignore_errors=True)
 
     @property
     def metrics_path(self) -> Path:
@@ -75,11 +90,25 @@ class RunDir:
         data = _read(self.path / RUN_FILE)
         if data is None:
             raise ValueError(f"{self.path / RUN_FILE} is missing or not JSON")
-        return str(data.get("url") or ""), ExternalRunIn.model_validate(data.get("run"))
+        try:
+            return str(data.get("url") or ""), ExternalRunIn.model_validate(data.get("run"))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ValueError(f"{self.path / RUN_FILE} is not a run definition "
+                             f"({'.'.join(map(str, err['loc']))}: {err['msg']})") from None
 
     def registration(self) -> ExternalRunOut | None:
+        """The Deck's registration, None before it; ValueError (one line) when the file is
+        not one this client wrote: registering again could make a second run."""
         data = _read(self.path / REGISTERED_FILE)
-        return ExternalRunOut.model_validate(data) if data else None
+        try:
+            return ExternalRunOut.model_validate(data) if data else None
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ValueError(f"{self.path / REGISTERED_FILE} is not a registration "
+                             f"({'.'.join(map(str, err['loc']))}: {err['msg']}); if the Deck "
+                             "never registered this run, remove the file and sync again"
+                             ) from None
 
     def save_registration(self, info: ExternalRunOut) -> None:
         _write(self.path / REGISTERED_FILE, info.model_dump(mode="json"), private=True)

@@ -58,7 +58,10 @@ def _target(spool: RunDir, url: str | None, api_key: str | None, timeout: float)
     base = (url or spooled_url).rstrip("/")
     if not base:
         raise SyncError(f"{spool.path}: no Deck address was known at init: pass --url")
-    info = spool.registration()
+    try:
+        info = spool.registration()
+    except ValueError as exc:
+        raise SyncError(str(exc)) from None
     if info is None:
         try:
             info = register(base, body, api_key, timeout)
