@@ -239,11 +239,7 @@ def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run na
     output folder's run is named after the folder and keeps its saved training arguments.
     With ``--url`` the log is uploaded over HTTP: no database access needed."""
     if url:
-        if save_map:
-            typer.echo("error: --save-map is for a local import (the upload form and "
-                       "POST /api/imports take save_map)", err=True)
-            raise typer.Exit(2)
-        _upload(url, api_key, path, name, map_)
+        _upload(url, api_key, path, name, map_, save_map)
         return
     from app.core.db import get_sessionmaker
     from app.importers import LogFormatError
@@ -264,13 +260,14 @@ def import_cmd(path: Path, name: Annotated[str | None, typer.Option(help="run na
 
 
 def _upload(url: str, api_key: str | None, path: Path, name: str | None,
-            map_: list[str] | None) -> None:
-    """``import --url``: what ``grpodeck-client import`` does."""
+            map_: list[str] | None, save_map: bool = False) -> None:
+    """``import --url``: what ``grpodeck-client import`` does; ``save_map`` goes with the
+    upload (the Deck remembers the mapping for the caller, as a local ``--save-map`` does)."""
     from grpodeck.client.upload import UploadError, upload_log
 
     _mapping(map_)  # a bad --map is refused here, before anything is sent
     try:
-        runs = upload_log(url, api_key, path, name, map_)
+        runs = upload_log(url, api_key, path, name, map_, save_map=save_map)
     except (UploadError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

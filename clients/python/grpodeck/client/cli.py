@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--name", help="run name (default: the file or folder name)")
     imp.add_argument("--map", action="append", default=[], metavar="LOG_KEY=NAME",
                      help="read a log key as a known metric (e.g. Reward=reward); repeatable")
+    imp.add_argument("--save-map", action="store_true",
+                     help="the Deck remembers --map for your next log of this file or folder "
+                          "name (read with it when sent without --map)")
     sync = commands.add_parser("sync", help="deliver runs spooled while the Deck was away "
                                "(a run folder, or the spool_dir holding them)")
     _deck_options(sync, "the Deck's address (default: $GRPODECK_URL, else the one at init)",
@@ -69,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --url (or GRPODECK_URL) is required", file=sys.stderr)
         return 2
     try:
-        runs = upload_log(args.url, args.api_key, args.path, args.name, args.map)
+        runs = upload_log(args.url, args.api_key, args.path, args.name, args.map,
+                          save_map=args.save_map)
     except (UploadError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

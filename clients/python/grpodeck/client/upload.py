@@ -40,9 +40,12 @@ def folder_archive(folder: Path) -> bytes:
 
 
 def upload_log(url: str, api_key: str | None, path: Path, name: str | None = None,
-               mapping: list[str] | None = None, timeout: float = 300) -> list[dict[str, Any]]:
-    """Import ``path`` (a log file, a trackio .db, or a run folder) on the Deck at ``url``;
-    the imported runs (``id``, ``name``, ``verdict``, ``url``). Raises UploadError."""
+               mapping: list[str] | None = None, timeout: float = 300,
+               save_map: bool = False) -> list[dict[str, Any]]:
+    """Import ``path`` (a log file, a trackio .db, or a run folder) on the Deck at
+    ``url``; the imported runs (``id``, ``name``, ``verdict``, ``url``). ``save_map``: the Deck
+    remembers ``mapping`` for the caller's next log of this file (or folder) name, as a local
+    ``--save-map`` does. Raises UploadError."""
     if path.is_dir():
         files = {"archive": (f"{path.resolve().name}.tar.gz", folder_archive(path),
                              "application/gzip")}
@@ -51,6 +54,8 @@ def upload_log(url: str, api_key: str | None, path: Path, name: str | None = Non
     data: dict[str, Any] = {"map": list(mapping or [])}
     if name:
         data["name"] = name
+    if save_map:
+        data["save_map"] = "true"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = httpx.post(f"{url.rstrip('/')}/api/imports", files=files, data=data,
