@@ -30,7 +30,7 @@ from app.ingest import pipeline
 from app.ingest.external import register_external
 from app.ingest.fast_path import FastRoute, Handover
 from app.listing import service as listing
-from app.mlflow import errors, mapping
+from app.mlflow import errors, mapping, run_names
 from app.mlflow.auth import Caller, header_key
 from app.mlflow.errors import MlflowError, invalid, missing
 from app.mlflow.wire import (
@@ -170,12 +170,18 @@ def create_experiment(_: Caller, body: Body) -> dict[str, Any]:
 
 # --- runs ---
 
+def _name_taken(db: Session, name: str) -> bool:
+    """Whether a run of the Deck is called ``name`` already."""
+    return db.scalar(select(Run.id).where(Run.name == name).limit(1)) is not None
+
+
 @router.post(f"{API}/runs/create", response_model=None)
 def create_run(caller: Caller, body: Body, db: SessionDep) -> dict[str, Any]:
     new = parse(CreateRun, body)
     group = _group(new.experiment_id)
     changes = mapping.TagChanges((t.key, t.value) for t in new.tags)
-    name = mapping.run_name(new.run_name) or mapping.run_name(changes.name) or "mlflow run"
+    name = (mapping.run_name(new.run_name) or mapping.run_name(changes.name)
+            or run_names.unused_name(lambda n: _name_taken(db, n)))
     try:
         external = ExternalRunIn(source="external", name=name, group=group,
                                  tags=list(changes.tags.values()))
