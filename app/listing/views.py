@@ -58,13 +58,31 @@ def home() -> RedirectResponse:
     return RedirectResponse("/runs", status_code=303)
 
 
+def _swapping(request: Request) -> bool:
+    """An htmx request that swaps part of a shown page: not a plain load (address bar,
+    reload, bookmark) and not htmx restoring a history entry, which both need a whole page."""
+    return (request.headers.get("hx-request") == "true"
+            and request.headers.get("hx-history-restore-request") != "true")
+
+
 @router.get("/runs", response_class=HTMLResponse)
 def runs_page(request: Request, db: SessionDep) -> Response:
-    return _render(request, db, "runs/list.html", request.query_params)
+    """The whole list. The filter form asks for it too (htmx picks the table out of it), so
+    the address it pushes is this page's; the header gives that address without the form's
+    empty and default fields (a short link to share)."""
+    response = _render(request, db, "runs/list.html", request.query_params)
+    if _swapping(request) and response.status_code == 200:
+        response.headers["HX-Push-Url"] = "/runs" + ListQuery.parse(request.query_params).url()
+    return response
 
 
 @router.get("/runs/_table", response_class=HTMLResponse)
 def runs_table(request: Request, db: SessionDep) -> Response:
+    """The table alone, for a swap; opened any other way (an address pushed before issue 56,
+    a bookmark of it) it sends the browser to the whole page with the same filters."""
+    if not _swapping(request):
+        query = request.url.query
+        return RedirectResponse("/runs" + (f"?{query}" if query else ""), status_code=303)
     return _render(request, db, "runs/_table.html", request.query_params)
 
 

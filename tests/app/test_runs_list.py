@@ -200,3 +200,23 @@ def test_tests_never_touch_the_developers_own_run_folders(client: TestClient) ->
     settings = get_settings()
     for folder in (settings.runs_dir, settings.datasets_dir):
         assert not folder.resolve().is_relative_to(VAR.resolve()), folder
+
+
+@pytest.mark.one_backend  # which page answers: no storage difference
+def test_every_address_the_list_shows_is_a_whole_page(client: TestClient) -> None:
+    """Issue 56: the filter form pushed /runs/_table?...; reloaded, bookmarked or shared, that
+    was the bare table. The form now asks for /runs (htmx picks the table out) and pushes the
+    short page address the server names; the fragment's address opened as a page (or restored
+    from history) goes to the whole page with the same filters."""
+    add_runs(3)
+    query = "?q=run-&status=&tag=&archived=active&sort=id&dir=desc"
+    swap = client.get(f"/runs{query}", headers=HTMX)
+    assert swap.status_code == 200 and swap.headers["hx-push-url"] == "/runs?q=run-"
+    form = one(client.get("/runs").text, "#run-filters")
+    assert (form["hx-get"], form["hx-select"], form["hx-push-url"]) == ("/runs", "#runs-table",
+                                                                        "true")
+    assert "hx-push-url" not in client.get("/runs?q=run-").headers  # a plain load
+    for headers in ({}, {**HTMX, "HX-History-Restore-Request": "true"}):
+        reply = client.get(f"/runs/_table{query}", headers=headers, follow_redirects=False)
+        assert reply.status_code == 303 and reply.headers["location"] == f"/runs{query}"
+    assert client.get(f"/runs/_table{query}", headers=HTMX).text.lstrip().startswith('<div id="runs-table"')

@@ -1,14 +1,20 @@
 """The runs list at 1440x900 (issue 34): one line per run, so 15+ runs show without scrolling,
 long names cut with the full name on hover, the table inside the window; and sorting by a
-column header sorts every run on the server, across pages, in both directions."""
+column header sorts every run on the server, across pages, in both directions. Every address
+the list puts in the address bar is a full page (issue 56): a filter, reloaded, gone Back to
+or opened in a new tab, shows the styled list with that filter on."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
+from app.listing import service as listing
 from app.metrics.models import MetricPoint, MetricRollup
 from app.runs.models import Run
 from tests.conftest import tiny_spec
@@ -117,3 +123,63 @@ def test_a_header_sorts_every_run_across_pages(desk: Page, live: Stack,
     first_row(page, dense[-1])
     expect(page.locator('#run-filters select[name="sort"]')).to_have_value("name")
     expect(page.locator('#run-filters select[name="dir"]')).to_have_value("desc")
+
+
+TAG = "histprobe"
+TAGGED = range(0, COUNT, 13)  # 5 of the dense runs
+
+
+@pytest.fixture(scope="module")
+def tagged(live: Stack, dense: list[int]) -> list[int]:
+    """Five of the dense runs carry TAG (a tag no other test uses)."""
+    engine = make_engine(live.database_url)
+    try:
+        with Session(engine) as db:
+            for i in TAGGED:
+                listing.set_tags(db, db.get(Run, dense[i]), [TAG])
+            db.commit()
+    finally:
+        engine.dispose()
+    return [dense[i] for i in TAGGED]
+
+
+def full_list(page: Page, rows: int, q: str, tag: str) -> None:
+    """The whole styled runs page (not the table fragment alone), showing ``rows`` runs, with
+    the filter form holding ``q`` and ``tag``."""
+    expect(page.locator("header.topbar")).to_be_visible()
+    expect(page.locator("h1")).to_have_text("Runs")
+    expect(page.locator(ROWS)).to_have_count(rows)
+    expect(page.locator("#run-filters")).to_have_css("display", "flex")  # runs_list.css applied
+    expect(page.locator("#run-filters input[name=q]")).to_have_value(q)
+    expect(page.locator("#run-filters select[name=tag]")).to_have_value(tag)
+
+
+def test_a_filtered_list_is_a_full_page_after_reload_back_and_in_a_new_tab(
+        desk: Page, browser: Browser, live: Stack, tagged: list[int], tmp_path: Path) -> None:
+    page = desk
+    page.goto(f"{live.url}/runs")
+    full_list(page, 50, "", "")
+    page.fill("#run-filters input[name=q]", "dense-")
+    page.select_option("#run-filters select[name=tag]", TAG)
+    filtered = f"{live.url}/runs?q=dense-&tag={TAG}"
+    expect(page).to_have_url(filtered)
+    expect(page.locator(ROWS)).to_have_count(len(tagged))
+    page.reload()
+    full_list(page, len(tagged), "dense-", TAG)
+    page.screenshot(path=os.environ.get("GRPODECK_SHOT_FILTER",
+                                        str(tmp_path / "runs-list-filter-reload.png")))
+    page.go_back()
+    expect(page).to_have_url(f"{live.url}/runs")
+    full_list(page, 50, "", "")
+    page.go_forward()
+    expect(page).to_have_url(filtered)
+    full_list(page, len(tagged), "dense-", TAG)
+    context = browser.new_context(viewport=DESK)  # a shared link or a bookmark
+    try:
+        other = context.new_page()
+        other.goto(filtered)
+        full_list(other, len(tagged), "dense-", TAG)
+        assert sorted(int(r.split("-")[-1]) for r in other.locator(ROWS).evaluate_all(
+            "(rows) => rows.map((r) => r.id)")) == tagged
+    finally:
+        context.close()
