@@ -13,7 +13,8 @@ from fastapi.templating import Jinja2Templates
 
 from app.auth.identity import identity_of
 from app.core.db import get_sessionmaker
-from app.health.headline import key_number, plain
+from app.health.evidence_words import evidence_words
+from app.health.headline import key_number
 from app.health.stability import label as verdict_label
 from app.processes.service import banner_messages
 
@@ -50,5 +51,5 @@ def verdict_of(run: Any) -> tuple[str, str]:
 def install(templates: Jinja2Templates) -> None:
     """Set (not append: every ``create_app`` calls it) the context and filters every page uses."""
     templates.context_processors[:] = [_identity, _process_alerts]
-    templates.env.filters.update(verdict=verdict_of, plain=plain,
+    templates.env.filters.update(verdict=verdict_of, evidence_words=evidence_words,
                                  key_number=lambda f: key_number(f.category, f.evidence))

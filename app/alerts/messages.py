@@ -10,6 +10,7 @@ from typing import Any
 
 from app.alerts.models import Alert
 from app.core.templating import duration
+from app.health.evidence_words import evidence_line
 from app.health.links import finding_links
 from app.runs.models import Run
 
@@ -60,7 +61,7 @@ def _line(a: dict[str, Any]) -> str:
     head = {"opened": "", "escalated": " (escalated)", "reopened": " (back again)",
             "found_at_end": " (found when the run ended)"}.get(
         a["event"], f" ({a['event']})")
-    numbers = ", ".join(f"{k.replace('_', ' ')}={v}" for k, v in a["evidence"].items())
+    numbers = evidence_line(a["evidence"])  # words, as the pages show them
     text = (f"[{a['severity'].upper()}]{head} {title} on run \"{a['run_name']}\", steps "
             f"{a['first_step']}-{a['last_step']}\n{a['summary']}")
     if numbers:

@@ -113,6 +113,6 @@ def test_an_opened_finding_reads_in_words_and_shows_every_action(
     internals.locator("summary").click()
     table = internals.locator("table.evidence")
     expect(table).to_be_visible()
-    expect(table).to_contain_text("rank trend rho")
+    expect(table).to_contain_text("rank correlation")  # rank_trend_rho, in words
     text = page.locator("#findings-panel").inner_text()
     assert "True" not in text and "False" not in text
