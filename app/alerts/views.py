@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from app.alerts import egress, outbox, service
 from app.alerts.api import alert_or_404, alerts_json, run_of, who
-from app.alerts.models import DEAD, PENDING, SENDING, SENT, AlertConfig, Delivery
+from app.alerts.models import DEAD, PENDING, SENDING, SENT, Alert, AlertConfig, Delivery
 from app.alerts.rules import split_urls
 from app.auth.identity import AdminIdentity, CurrentIdentity, Identity, require_manage
 from app.core.config import get_settings
@@ -48,6 +48,14 @@ def manageable(db: SessionDep, identity: Identity, run_ids: set[int]) -> set[int
     return {r.id for r in runs if identity.can_manage(r)}
 
 
+def runs_with_alerts(db: SessionDep) -> list[Any]:
+    """The run filter's choices: only runs that have an alert (every run made a long list of
+    runs that filter to nothing), newest first."""
+    alerted = select(Alert.run_id).distinct()
+    return list(db.execute(select(Run.id, Run.name).where(Run.id.in_(alerted))
+                           .order_by(Run.id.desc())).all())
+
+
 @router.get("/alerts", response_class=HTMLResponse)
 def alerts_page(request: Request, db: SessionDep, identity: CurrentIdentity,
                 state: str = "open", severity: str = "",
@@ -57,7 +65,7 @@ def alerts_page(request: Request, db: SessionDep, identity: CurrentIdentity,
     run_id = int(run) if run.isascii() and run.isdigit() and 0 < int(run) < 2**31 else None
     alerts = alerts_json(db, list(service.list_alerts(
         db, state=state, severity=severity or None, run_id=run_id)))
-    runs = db.execute(select(Run.id, Run.name).order_by(Run.id.desc()).limit(200)).all()
+    runs = runs_with_alerts(db)
     mutes = service.mutes_by_run(db, [r.id for r in runs])
     return templates.TemplateResponse(request, "alerts/list.html", {
         "alerts": alerts, "state": state, "severity": severity, "run_id": run_id,
