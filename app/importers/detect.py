@@ -16,6 +16,7 @@ from app.importers import (
     json_rows,
     jsonl,
     keyvalue,
+    mlflow_db,
     mlruns,
     notebook,
     tensorboard,
@@ -50,9 +51,9 @@ def load_log(path: str | Path, logging_steps: int = 1,
     """Read a training log of any supported format, in canonical metric names.
 
     A folder: TensorBoard events, an MLflow ``mlruns/`` store, a W&B offline run. A file, by
-    its bytes: a TensorBoard event file or a W&B ``.wandb`` file (refused with what to do
-    instead); then a whole-file JSON document (trainer_state, a list of step dicts, a
-    notebook), JSON Lines, a CSV with a step column (W&B's history export), a console log with
+    its bytes: a TensorBoard event file, an MLflow ``mlflow.db`` of one run, or a W&B
+    ``.wandb`` file (refused with what to do instead); then a whole-file JSON document
+    (trainer_state, a list of step dicts, a notebook), JSON Lines, a CSV with a step column (W&B's history export), a console log with
     printed dicts, verl's ``step:N - key:value`` lines, then any ``key: value`` / ``key=value``
     lines. ``logging_steps`` is only used when a console log gives no other way to place its
     rows on the step axis. Another trainer's keys (verl, OpenRLHF, a hand-written loop's) are
@@ -112,6 +113,8 @@ def _load(p: Path, logging_steps: int, step_key: str | None = None) -> ImportedL
         return tensorboard.parse_file(p)
     if wandb.looks_like_transaction_log(raw):
         raise LogFormatError(str(p), wandb.OFFLINE_REFUSAL)
+    if raw.startswith(mlflow_db.MAGIC) and mlflow_db.looks_like(p):
+        return mlflow_db.parse_only_run(p)
     if b"\x00" in raw[:4096]:
         raise LogFormatError(str(p), "binary file, not a text log")
     text = raw.decode("utf-8", errors="replace")

@@ -186,7 +186,7 @@ def _import(db: Session, upload: UploadFile, data: bytes, archive: bool, name: s
 async def create_import(request: Request, db: SessionDep, identity: CurrentIdentity,
                         log: Annotated[UploadFile | None, File(
                             description="a log file (trainer_state.json, JSON/JSONL rows, "
-                            "console log, trackio .db)")] = None,
+                            "console log, trackio .db, MLflow mlflow.db)")] = None,
                         archive: Annotated[UploadFile | None, File(
                             description="a run folder as tar, tar.gz or zip")] = None,
                         name: Annotated[str, Form(max_length=MAX_NAME)] = "",

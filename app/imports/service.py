@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.core.db import write
 from app.diagnostics import Diagnosis, RunContext, diagnose
-from app.importers import ImportedLog, LogFormatError, load_log, trackio
+from app.importers import ImportedLog, LogFormatError, load_log, mlflow_db, trackio
 from app.importers.completions import load_completions
 from app.importers.detect import translate
 from app.importers.read_report import renames_text
@@ -78,6 +78,7 @@ def folder_name(path: Path) -> str:
 GENERIC_LOGS = frozenset({"trainer_state.json", "log.txt", "train.log", "console.log",
                           "metrics.jsonl", "log_history.json", "log.jsonl"})
 MODEL_KEYS = ("model_name_or_path", "model_name", "model", "base_model", "_name_or_path")
+DEFAULT_EXPERIMENT = "Default"  # MLflow's experiment for runs that name none
 
 
 def default_name(path: Path, log_path: Path, source_name: str | None) -> str:
@@ -250,6 +251,8 @@ def _mapping_for(db: Session, source: str, given: dict[str, str], save: bool,
 
 def _read_runs(path: Path, name: str | None, source_name: str | None,
                completions: Path | None, mapping: dict[str, str]) -> list[ReadRun]:
+    if mlflow_db.looks_like(path):  # before trackio's check: both are SQLite files
+        return _read_mlflow_runs(path, name, source_name or path.name, mapping)
     if not trackio.looks_like(path):
         return [read_log(path, name, source_name, completions, mapping)]
     source = source_name or path.name
@@ -268,6 +271,30 @@ def _read_trackio_run(path: Path, run_name: str, name: str | None, source: str,
     if model := known_model(log.meta):
         spec["model"] = model
     return ReadRun(cleaned(f"{name or Path(source).stem}/{run_name}")[:120], spec, log)
+
+
+def _read_mlflow_runs(path: Path, name: str | None, source: str,
+                      mapping: dict[str, str]) -> list[ReadRun]:
+    """One run per MLflow run of an ``mlflow.db``, each named ``<experiment>/<run>`` (the
+    names the user sees in MLflow; MLflow's ``Default`` experiment adds nothing), or
+    ``<name>/<run>`` when a name was given."""
+    found = mlflow_db.runs(path)
+    if not found:
+        raise LogFormatError(source, "the MLflow store holds no run that logged a metric")
+    return [_read_mlflow_run(path, run, name, source, mapping) for run in found]
+
+
+def _read_mlflow_run(path: Path, run: mlflow_db.MlflowRun, name: str | None, source: str,
+                     mapping: dict[str, str]) -> ReadRun:
+    log = translate(mlflow_db.parse(path, run), mapping)
+    spec = {**_storable_meta(log.meta), "source_file": source,
+            "source_format": log.source_format}
+    if log.renames:
+        spec["read_as"] = cleaned(renames_text(log.renames))[:2000]
+    if model := known_model(log.meta):
+        spec["model"] = model
+    prefix = name or (None if run.experiment == DEFAULT_EXPERIMENT else run.experiment)
+    return ReadRun(cleaned(f"{prefix}/{run.name}" if prefix else run.name)[:120], spec, log)
 
 
 def diagnose_path(path: Path, context: RunContext | None = None,

@@ -42,7 +42,7 @@ def folder_archive(folder: Path) -> bytes:
 def upload_log(url: str, api_key: str | None, path: Path, name: str | None = None,
                mapping: list[str] | None = None, timeout: float = 300,
                save_map: bool = False) -> list[dict[str, Any]]:
-    """Import ``path`` (a log file, a trackio .db, or a run folder) on the Deck at
+    """Import ``path`` (a log file, a trackio or MLflow .db, or a run folder) on the Deck at
     ``url``; the imported runs (``id``, ``name``, ``verdict``, ``url``). ``save_map``: the Deck
     remembers ``mapping`` for the caller's next log of this file (or folder) name, as a local
     ``--save-map`` does. Raises UploadError."""
