@@ -41,7 +41,8 @@ SMALL_TARGETS = """() => {
   const shown = el => {
     const r = el.getBoundingClientRect(), s = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && r.right > 0 && r.bottom > 0
-      && !el.closest('.modebar-container');
+      && !el.closest('.modebar-container')
+      && el.checkVisibility({visibilityProperty: true});  // not inside a closed <details>
   };
   const inSentence = el => {
     if (el.tagName !== 'A' || getComputedStyle(el).display !== 'inline') return false;

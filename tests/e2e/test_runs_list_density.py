@@ -18,7 +18,8 @@ from app.listing import service as listing
 from app.metrics.models import MetricPoint, MetricRollup
 from app.runs.models import Run
 from tests.conftest import tiny_spec
-from tests.e2e.conftest import DESK
+from tests.e2e.conftest import DESK, PHONE
+from tests.e2e.test_phone_and_keyboard import SMALL_TARGETS
 from tests.stack import Stack
 
 COUNT = 64  # more than a page of 50: the first made is on page 2 of the default order
@@ -181,5 +182,63 @@ def test_a_filtered_list_is_a_full_page_after_reload_back_and_in_a_new_tab(
         full_list(other, len(tagged), "dense-", TAG)
         assert sorted(int(r.split("-")[-1]) for r in other.locator(ROWS).evaluate_all(
             "(rows) => rows.map((r) => r.id)")) == tagged
+    finally:
+        context.close()
+
+
+# Runs wholly on screen; scrolled: once the list is scrolled to its first run (a screenful).
+ON_SCREEN = """(scrolled) => { const rows = [...document.querySelectorAll('#runs-grid tbody tr')];
+  if (scrolled) window.scrollTo(0, rows[0].getBoundingClientRect().top + window.scrollY);
+  return rows.filter((r) => { const b = r.getBoundingClientRect();
+    return b.top >= 0 && b.bottom <= window.innerHeight; }).length; }"""
+
+
+@pytest.fixture(scope="module")
+def noted(live: Stack, dense: list[int]) -> int:
+    """The second newest dense run with three tags and a long note (what makes a card grow)."""
+    engine = make_engine(live.database_url)
+    try:
+        with Session(engine) as db:
+            run = db.get(Run, dense[-2])
+            listing.set_tags(db, run, ["phone-a", "phone-baseline", "phone-lr-sweep"])
+            listing.set_note(run, "a long note about this run " * 8)
+            db.commit()
+    finally:
+        engine.dispose()
+    return dense[-2]
+
+
+def test_five_runs_fit_a_phone_screen(browser: Browser, live: Stack, dense: list[int],
+                                      noted: int, tmp_path: Path) -> None:
+    """Issue 56: at 390x844 each run was a card of 16 labelled lines, 1.4 runs a screen. A
+    card now shows what tells runs apart (name, status, health, progress, reward, tags and the
+    actions) in a few lines; the model, created time and other numbers are on the run page."""
+    context = browser.new_context(viewport=PHONE, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(f"{live.url}/runs?q=dense-")
+        expect(page.locator(ROWS)).to_have_count(50)
+        page.wait_for_load_state("networkidle")  # runs_list.js has folded the filters
+        first_view = page.evaluate(ON_SCREEN, False)  # under the bars, title, folded filters
+        page.screenshot(path=os.environ.get("GRPODECK_SHOT_PHONE",
+                                            str(tmp_path / "runs-list-phone.png")))
+        screenful = page.evaluate(ON_SCREEN, True)
+        heights = page.evaluate("[...document.querySelectorAll('#runs-grid tbody tr')]"
+                                ".map((r) => r.getBoundingClientRect().height)")
+        assert screenful >= 5, (f"{screenful} runs a 390x844 screen ({first_view} on the first "
+                                f"view), cards {max(heights):.0f} px high")
+        assert first_view >= 3, first_view
+        assert max(heights) <= PHONE["height"] / 6, heights  # tags and a long note too
+        expect(page.locator(f"#run-row-{noted} .tag")).to_have_count(3)
+        row = page.locator(f"#run-row-{dense[-1]}")
+        for cell in ("td.name a", ".status", ".verdict", ".bar", "td.col-reward", "td.actions"):
+            expect(row.locator(cell).first).to_be_visible()
+        expect(row.locator("td.col-reward")).to_contain_text("-9")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+        assert page.evaluate(SMALL_TARGETS) == []
+        row.locator(".annotate summary").click()  # the tags and note editor opens in full
+        expect(row.locator("textarea[name=note]")).to_be_visible()
+        box = row.locator("textarea[name=note]").bounding_box()
+        assert box["width"] > PHONE["width"] / 2 and box["x"] + box["width"] <= PHONE["width"]
     finally:
         context.close()
