@@ -513,6 +513,9 @@
     if (!panel || typeof Plotly === "undefined") return;
     wireTools(panel);
     drawNew(panel);
+    // A link's ?steps=A-B (a finding's "charts at steps A-B") is fetched as a zoom to it is:
+    // the stored points of those steps, not the whole run's summaries cut to the range.
+    if (shared.range) refetch(stepCharts(), shared.range);
     if (panel.dataset.live === "1") schedule(panel);
   });
 })();

@@ -25,15 +25,16 @@ def reward(step: int) -> float:
     return (step % 7) * 0.1 + step * 1e-5
 
 
-def long_run(live: Stack) -> int:
-    """A finished 100k-step run, stored through the real ingest path (points and summaries)."""
+def long_run(live: Stack, steps: int = STEPS) -> int:
+    """A finished run of ``steps`` steps (100k), stored through the real ingest path (points
+    and summaries)."""
     engine = make_engine(live.database_url)
     try:
         with Session(engine) as db:
-            run, _ = service.create_run(db, spec=RunSpec(name="long-run", max_steps=STEPS))
+            run, _ = service.create_run(db, spec=RunSpec(name="long-run", max_steps=steps))
             db.commit()
             run_id = run.id
-        for start in range(1, STEPS + 1, CHUNK):
+        for start in range(1, steps + 1, CHUNK):
             rows = [(s, {"reward": reward(s)}) for s in range(start, start + CHUNK)]
             with Session(engine) as db:
                 run = service.get_run_for_update(db, run_id)
@@ -100,3 +101,25 @@ def test_zoom_draws_the_stored_points_and_summaries_as_bands(page: Page, live: S
     first_bucket = range(40000, 40032)
     assert math.isclose(line["y"][0], sum(reward(s) for s in first_bucket) / 32)
     assert [t["meta"] for t in page.evaluate(DRAWN)].count("band") == 2
+
+
+def test_a_findings_charts_link_draws_the_stored_points_of_its_range(page: Page,
+                                                                     live: Stack) -> None:
+    """Issue 56: a finding's "charts at steps A-B" link (?steps=A-B) set the x-range but drew
+    the whole run's summaries: 1 point in 9,000-9,100 of a 10,000-step run, where a drag zoom
+    to the same steps draws the 101 stored points. The link's range is fetched as a zoom is."""
+    run_id = long_run(live, steps=10_000)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live.url}/runs/{run_id}?steps=9000-9100#charts-panel")
+    expect(page.locator("#chart-reward .main-svg").first).to_be_visible()
+    assert page.evaluate("document.getElementById('chart-reward').layout.xaxis.range") == [
+        8999.5, 9100.5]
+    page.wait_for_function("""() => { const t = document.getElementById('chart-reward').data
+        .find((d) => d.meta == null);
+      return t.x.filter((x) => x >= 9000 && x <= 9100).length > 50; }""", timeout=10_000)
+    line = mean_line(page)
+    inside = [(x, y) for x, y in zip(line["x"], line["y"], strict=True) if 9000 <= x <= 9100]
+    assert [x for x, _ in inside] == list(range(9000, 9101))  # 101 stored points
+    assert [y for _, y in inside] == [reward(x) for x, _ in inside]
+    assert line["hover"] == "%{y:.4~g} (raw)"
+    assert not [t for t in page.evaluate(DRAWN) if t["meta"] == "band"]
