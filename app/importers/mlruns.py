@@ -5,6 +5,7 @@
 ``metrics/rewards/format_reward/mean``), one line per logged value:
 ``<timestamp ms> <value> <step>`` (very old stores wrote no step: the line's position is its
 step then). ``params/<key>`` holds one parameter per file; the model's name is kept from them.
+The experiment's ``meta.yaml`` (``name: ...``), one folder up, names the run's experiment.
 The path may be the store, an experiment or a run folder; a store with several runs is refused
 with their names (one run per import). ``.trash`` (deleted runs) is never read.
 """
@@ -41,15 +42,26 @@ def looks_like_folder(folder: Path) -> bool:
     return bool(_runs(folder))
 
 
-def _run_name(run: Path) -> str:
+def _meta_field(meta: Path, field: str) -> str | None:
+    """A top-level ``field: value`` of a ``meta.yaml`` (MLflow writes flat YAML)."""
     try:
-        text = (run / "meta.yaml").read_text(encoding="utf-8", errors="replace")
+        text = meta.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return run.name
+        return None
     for line in text.splitlines():
-        if line.startswith("run_name:"):
-            return line.removeprefix("run_name:").strip().strip("'\"") or run.name
-    return run.name
+        if line.startswith(f"{field}:"):
+            return line.removeprefix(f"{field}:").strip().strip("'\"") or None
+    return None
+
+
+def _run_name(run: Path) -> str:
+    return _meta_field(run / "meta.yaml", "run_name") or run.name
+
+
+def _experiment_name(run: Path) -> str | None:
+    """The run's experiment, from the experiment folder's ``meta.yaml`` (``name: ...``);
+    None when the store was cut above the run (an uploaded run folder)."""
+    return _meta_field(run.parent / "meta.yaml", "name")
 
 
 def _points(file: Path) -> list[tuple[int, float]]:
@@ -98,5 +110,7 @@ def parse_folder(folder: Path) -> ImportedLog:
             rename[key] = name
         pairs += [(step, {name: value}) for step, value in _points(file)]
     meta: dict = {"mlflow_run": _run_name(run), **_params(run)}
+    if experiment := _experiment_name(run):
+        meta["mlflow_experiment"] = experiment
     return ImportedLog(rows=merge_rows(pairs), source_format="mlflow_file_store", meta=meta,
                        renames=rename)

@@ -111,4 +111,7 @@ def parse_folder(folder: Path) -> ImportedLog:
         names = ", ".join(str(d.relative_to(folder)) for d in dirs[:10])
         raise LogFormatError(str(folder), f"holds TensorBoard events of {len(dirs)} runs "
                                           f"({names}): name one run's folder")
-    return _read(dirs[0], str(folder))
+    log = _read(dirs[0], str(folder))
+    if dirs[0] != folder:  # the run's own sub-folder (TRL: runs/<date>_<host>) names it
+        log.meta["events_folder"] = dirs[0].relative_to(folder).as_posix()
+    return log

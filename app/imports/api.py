@@ -39,6 +39,7 @@ router = APIRouter(prefix="/api/imports", tags=["imports"])
 MAX_UNPACK_RATIO = 50
 MAX_MEMBERS = 20_000  # a run folder holds checkpoints, event files, metric files: not millions
 ZIP_MAGIC = b"PK\x03\x04"
+UNPACKED = "unpacked"  # the folder an archive is unpacked into, inside the upload's temp folder
 
 
 class ImportedRun(BaseModel):
@@ -66,7 +67,7 @@ class SavedMappingOut(BaseModel):
 def _unpack(data: bytes, into: Path) -> Path:
     """The run folder inside an archive (tar, tar.gz or zip): its single top-level folder,
     else the archive's root."""
-    root = into / "unpacked"
+    root = into / UNPACKED
     if data.startswith(ZIP_MAGIC):
         _unzip(data, into / "upload.zip", root)
     else:
@@ -165,11 +166,11 @@ def _import(db: Session, upload: UploadFile, data: bytes, archive: bool, name: s
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path, source = _store(Path(tmp), upload, data, archive)
-            unnamed_archive = archive and path.name == "unpacked"
+            unnamed_archive = archive and path.name == UNPACKED
             given = cleaned(name.strip()) or (source if unnamed_archive else None)
             runs = import_path(db, path, given, source_name=None if archive else source,
                                mapping=mapping, save_mapping=save_map, mapping_source=source,
-                               created_by=user_id)
+                               created_by=user_id, upload_root=Path(tmp) / UNPACKED)
         except LogTooDeepError as exc:
             raise HTTPException(400, exc.reason) from None
         except LogFormatError as exc:

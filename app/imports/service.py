@@ -21,6 +21,7 @@ from app.importers.detect import translate
 from app.importers.read_report import renames_text
 from app.importers.run_config import read_run_config
 from app.imports import saved_mappings
+from app.imports.naming import default_name, mlflow_name
 from app.ingest import pipeline
 from app.metrics.reading import Reading
 from app.rollouts.signals import step_signals
@@ -69,29 +70,7 @@ def _storable_meta(meta: dict) -> dict[str, int | float | str]:
     return out
 
 
-def folder_name(path: Path) -> str:
-    """A run folder's name (``out/checkpoint-40`` is the run ``out``)."""
-    path = path.resolve()
-    return path.parent.name if path.name.startswith("checkpoint-") else path.name
-
-
-GENERIC_LOGS = frozenset({"trainer_state.json", "log.txt", "train.log", "console.log",
-                          "metrics.jsonl", "log_history.json", "log.jsonl"})
 MODEL_KEYS = ("model_name_or_path", "model_name", "model", "base_model", "_name_or_path")
-DEFAULT_EXPERIMENT = "Default"  # MLflow's experiment for runs that name none
-
-
-def default_name(path: Path, log_path: Path, source_name: str | None) -> str:
-    """What a run made elsewhere is called when the user gave no name: its run folder (the
-    folder named, or the one holding a generic log like ``trainer_state.json``), else the
-    uploaded file's name without its extension."""
-    if path.is_dir():
-        return folder_name(path)
-    file_name = source_name or log_path.name
-    if source_name is None and file_name.lower() in GENERIC_LOGS:
-        return folder_name(log_path.parent)
-    stem = Path(file_name).stem
-    return stem if stem and file_name.lower() not in GENERIC_LOGS else file_name
 
 
 def known_model(*sources: dict, folders: tuple[Path, ...] = ()) -> str | None:
@@ -150,9 +129,11 @@ class ReadRun:
 
 
 def read_log(path: Path, name: str | None = None, source_name: str | None = None,
-             completions: Path | None = None, mapping: dict[str, str] | None = None) -> ReadRun:
+             completions: Path | None = None, mapping: dict[str, str] | None = None,
+             upload_root: Path | None = None) -> ReadRun:
     """The run a log (or a run folder) holds, read without the database. Raises
-    app.importers.LogFormatError when a file can't be read."""
+    app.importers.LogFormatError when a file can't be read. ``upload_root``: the folder an
+    uploaded archive was unpacked into (no folder at or above it names a run)."""
     log_path, found = locate(path)
     completions = completions or found
     log = load_log(log_path, mapping=mapping)
@@ -168,7 +149,8 @@ def read_log(path: Path, name: str | None = None, source_name: str | None = None
     folders = (log_path.parent, log_path.parent.parent) if source_name is None else ()
     if model := known_model(log.meta, config, folders=folders):
         spec["model"] = model
-    return ReadRun(name or default_name(path, log_path, source_name), spec, log, rollout_steps)
+    return ReadRun(name or default_name(path, log_path, source_name, log, upload_root), spec,
+                   log, rollout_steps)
 
 
 def store_run(db: Session, read: ReadRun, created_by: int | None = None) -> Run:
@@ -215,7 +197,8 @@ def import_log(db: Session, path: Path, name: str | None = None,
 def import_path(db: Session, path: Path, name: str | None = None,
                 source_name: str | None = None, completions: Path | None = None,
                 mapping: dict[str, str] | None = None, save_mapping: bool = False,
-                mapping_source: str | None = None, created_by: int | None = None) -> list[Run]:
+                mapping_source: str | None = None, created_by: int | None = None,
+                upload_root: Path | None = None) -> list[Run]:
     """A log as one run, or a trackio project (its SQLite file) as one run per trackio run,
     each named ``<name or file>/<trackio run>``, committed. Raises LogFormatError; nothing is
     stored then. Every file is read before anything is written (``ReadRun``).
@@ -223,11 +206,12 @@ def import_path(db: Session, path: Path, name: str | None = None,
     Without a ``mapping``, the one the importing user (``created_by``, None: no account)
     remembered for this source name (the file's or folder's) is used; ``save_mapping``
     remembers the given one for their next log of that source (``mapping_source``: the name to
-    remember it under, when not the file's, as for an uploaded archive)."""
+    remember it under, when not the file's, as for an uploaded archive; ``upload_root``: the
+    folder it was unpacked into, above which no folder names the run)."""
     source = mapping_source or source_name or path.name
     given = mapping or {}
     mapping, reused = _mapping_for(db, source, given, save_mapping, created_by)
-    found = _read_runs(path, name, source_name, completions, mapping)
+    found = _read_runs(path, name, source_name, completions, mapping, upload_root)
     if reused:  # the run says where its mapping came from
         for read in found:
             read.spec["mapping_saved_for"] = saved_mappings.source_key(source)
@@ -250,11 +234,12 @@ def _mapping_for(db: Session, source: str, given: dict[str, str], save: bool,
 
 
 def _read_runs(path: Path, name: str | None, source_name: str | None,
-               completions: Path | None, mapping: dict[str, str]) -> list[ReadRun]:
+               completions: Path | None, mapping: dict[str, str],
+               upload_root: Path | None = None) -> list[ReadRun]:
     if mlflow_db.looks_like(path):  # before trackio's check: both are SQLite files
         return _read_mlflow_runs(path, name, source_name or path.name, mapping)
     if not trackio.looks_like(path):
-        return [read_log(path, name, source_name, completions, mapping)]
+        return [read_log(path, name, source_name, completions, mapping, upload_root)]
     source = source_name or path.name
     found = [_read_trackio_run(path, run_name, name, source, mapping)
              for run_name in trackio.run_names(path)]
@@ -293,8 +278,7 @@ def _read_mlflow_run(path: Path, run: mlflow_db.MlflowRun, name: str | None, sou
         spec["read_as"] = cleaned(renames_text(log.renames))[:2000]
     if model := known_model(log.meta):
         spec["model"] = model
-    prefix = name or (None if run.experiment == DEFAULT_EXPERIMENT else run.experiment)
-    return ReadRun(cleaned(f"{prefix}/{run.name}" if prefix else run.name)[:120], spec, log)
+    return ReadRun(mlflow_name(run.experiment, run.name, name), spec, log)
 
 
 def diagnose_path(path: Path, context: RunContext | None = None,
