@@ -62,6 +62,11 @@
   // is a time, so they keep their own zoom, out of the step-linked range and its refetch.
   var TIME = "system/time";
   function onClock(el) { return !!(el._base && el._base.meta && el._base.meta.time_axis); }
+  // Metrics a clock chart draws from the samples kept at their own times (layout.meta.samples,
+  // app/metrics/samples.py): their new points come by time, GET /api/runs/{id}/system-samples,
+  // since the samples of an evaluation all carry one step.
+  function sampledNames(el) { return (el._base && el._base.meta && el._base.meta.samples) || []; }
+  function sampled(el) { return sampledNames(el).length > 0; }
   function stepCharts() { return panelCharts().filter(function (el) { return !onClock(el); }); }
 
   // --- work on many charts: the ones in view now, the others when idle or scrolled to ---
@@ -301,8 +306,10 @@
   function traceNames(charts) {
     var names = [];
     charts.forEach(function (el) {
+      var bySample = sampledNames(el);
       (el.data || []).forEach(function (t) {
-        if (isRaw(t) && names.indexOf(metricOf(t)) < 0) names.push(metricOf(t));
+        var m = metricOf(t);
+        if (isRaw(t) && names.indexOf(m) < 0 && bySample.indexOf(m) < 0) names.push(m);
       });
       if (onClock(el) && names.indexOf(TIME) < 0) names.push(TIME);
     });
@@ -332,7 +339,7 @@
       var s = series[metricOf(t)];
       if (!isRaw(t) || !s || !s.steps.length) return;
       if (clock) last = Math.max(last, s.steps[s.steps.length - 1]);
-      if (clock) s = onTheClock(s, series[TIME]);
+      if (clock && !s.x) s = onTheClock(s, series[TIME]);
       if (!s.steps.length) return;
       var y = s.values.map(function (v) {
         if (typeof v === "number") return v;
@@ -392,6 +399,20 @@
     });
   }
 
+  function pollSamples(panel) {
+    // The sampled clock charts' new samples, each at its own time (x) with its step (text).
+    var charts = panelCharts().filter(function (el) { return el.data && sampled(el); });
+    if (!charts.length) return Promise.resolve();
+    var url = "/api/runs/" + panel.dataset.run + "/system-samples?after_ms=" +
+      (Number(panel.dataset.afterMs) || 0);
+    return fetch(url).then(function (r) { return r.ok ? r.json() : null; }).then(function (got) {
+      if (!got || document.getElementById("charts-panel") !== panel) return;
+      var seen = { nonfinite: false };
+      charts.forEach(function (el) { append(el, got.series, seen); });
+      panel.dataset.afterMs = String(got.last_ms);
+    });
+  }
+
   function refresh(panel, force) {
     // The server's fragment when the charts' shape changed (always when forced), merged in.
     var url = force ? panel.dataset.poll.replace(/\?.*$/, "") : panel.dataset.poll;
@@ -420,7 +441,7 @@
   }
 
   function merge(panel, fresh) {
-    ["after", "live", "refresh", "poll"].forEach(function (k) { panel.dataset[k] = fresh.dataset[k]; });
+    ["after", "afterMs", "live", "refresh", "poll"].forEach(function (k) { panel.dataset[k] = fresh.dataset[k]; });
     var boxes = {};
     panel.querySelectorAll(".chart-box").forEach(function (b) { boxes[b.dataset.key] = b; });
     var prev = panel.querySelector("#chart-tools");
@@ -467,7 +488,9 @@
     setTimeout(function () {
       if (document.getElementById("charts-panel") !== panel || panel.dataset.live !== "1") return;
       refresh(panel, false)
-        .then(function (merged) { if (!merged) return pollPoints(panel); })
+        .then(function (merged) {
+          if (!merged) return pollPoints(panel).then(function () { return pollSamples(panel); });
+        })
         .catch(function () { /* the next poll retries */ })
         .then(function () { schedule(panel); });
     }, (Number(panel.dataset.refresh) || 2) * 1000);

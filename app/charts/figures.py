@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
-from app.charts.wall_clock import stamps, to_wall_clock
-from app.metrics.series import Series, all_finite
+from app.charts.wall_clock import sample_times, stamps, step_texts, to_wall_clock
+from app.metrics.samples import Samples
+from app.metrics.series import Series, all_finite, downsample
 
 LAYOUT: dict[str, Any] = {
     "margin": {"l": 50, "r": 50, "t": 36, "b": 36},
@@ -173,24 +174,49 @@ def _layout(panel: Panel, secondary: bool) -> dict[str, Any]:
     return layout
 
 
+def _sampled_trace(name: str, samples: Samples, secondary: bool,
+                   max_points: int) -> list[dict[str, Any]]:
+    """One metric's samples, each at its time (ms), its step in the tooltip."""
+    xs, ys = samples.points[name]
+    traces = _trace(name, downsample(Series(xs, ys), max_points), secondary)
+    for trace in traces:
+        trace["text"] = step_texts(trace["x"], samples)
+        trace["hovertemplate"] += " · %{text}"
+    return traces
+
+
 def figure(panel: Panel, series: dict[str, Series],
-           marks: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+           marks: list[dict[str, Any]] | None = None, samples: Samples | None = None,
+           max_points: int = 2_000) -> dict[str, Any] | None:
     """One chart, or None when the run logged none of the panel's metrics (e.g. kl at beta 0).
 
-    ``marks`` are step ranges to shade (findings), each {x0, x1, label, severity}.
+    ``marks`` are step ranges to shade (findings), each {x0, x1, label, severity}. A system
+    metric is drawn from ``samples`` where they hold it (each sample at its time, at most
+    ``max_points``: an evaluation's samples, all at one step, each drawn), else from its steps'
+    values placed on the clock between the stamps around them (an older client, a value logged
+    without ``system/time``). ``layout.meta.samples`` names the metrics drawn from samples:
+    static/charts.js appends their new samples by time.
     """
     primary, secondary = names_for(panel, sorted(series))
     if not primary and not secondary:
         return None
+    kept = samples if panel.group == "system" and samples is not None else Samples()
+    by_sample = [n for n in primary + secondary if n in kept.points]
+    by_step = [n for n in primary + secondary if n not in kept.points]
     layout = {**_layout(panel, bool(secondary)), **mark_layout(marks or [])}
-    data = ([t for n in primary for t in _trace(n, series[n], False)]
-            + [t for n in secondary for t in _trace(n, series[n], True)])
-    points = nonfinite_points(primary + secondary, series)
+    data = [t for n in primary + secondary for t in (
+        _sampled_trace(n, kept, n in secondary, max_points) if n in kept.points
+        else _trace(n, series[n], n in secondary))]
+    points = nonfinite_points(by_step, series)
     if points:
         data.append(nonfinite_trace(points))
         layout["yaxis3"] = NONFINITE_AXIS
     drawn = {"data": data, "layout": layout}
-    if panel.group == "system" and (times := stamps(series)) is not None:
+    times = stamps(series) if panel.group == "system" else None
+    if by_sample:
+        to_wall_clock(drawn, times or sample_times(kept), skip=frozenset(by_sample))
+        layout["meta"]["samples"] = by_sample
+    elif times is not None:
         to_wall_clock(drawn, times)
     return drawn
 
@@ -215,15 +241,16 @@ def marks_by_panel(findings: list[dict[str, Any]], objectives: Sequence[str] = (
 
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None,
-                objectives: Sequence[str] = ()) -> list[dict[str, Any]]:
+                objectives: Sequence[str] = (), samples: Samples | None = None,
+                max_points: int = 2_000) -> list[dict[str, Any]]:
     """All charts a run has data for, each as {key, title, figure, note, log_toggle, group,
     group_title}; the note lists the chart's non-finite values (None when all are finite);
     ``group_title`` is set on the first chart of a group that has one (the system metrics).
     ``objectives``: the run's monitor-only rewards, drawn against the trained reward on a chart
-    of their own."""
+    of their own. ``samples``: the run's system samples at their own times (``figure``)."""
     out: list[dict[str, Any]] = []
     for panel in panels_for(objectives):
-        fig = figure(panel, series, (marks or {}).get(panel.key))
+        fig = figure(panel, series, (marks or {}).get(panel.key), samples, max_points)
         if fig is not None:
             primary, secondary = names_for(panel, sorted(series))
             note = nonfinite_note(nonfinite_points(primary + secondary, series),

@@ -6,7 +6,11 @@ sampler stamps each sample with ``system/time`` (Unix seconds, ``grpodeck.client
 a system chart's steps become times: the sample's own stamp, or for a step between two stamps
 (a summary's bucket, a metric sampled on another row) the time interpolated between them.
 The step stays in each point's tooltip. A run without stamps (an import, an older client)
-keeps the step axis.
+keeps the step axis. A stamp outside 2000-2100 (``PLAUSIBLE``) is no clock reading: left out,
+so one such value cannot stretch the axis over centuries.
+
+Samples the Deck kept at their own time (``app/metrics/samples.py``) are drawn as they are,
+one point per sample: the samples of an evaluation, all at one step, each at its time.
 """
 
 from __future__ import annotations
@@ -16,12 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from app.metrics.samples import PLAUSIBLE, TIME, Samples
 from app.metrics.series import Series
 
-TIME = "system/time"  # Unix seconds of the sample (grpodeck.client.system)
-# A stamp outside 2000-2100 is no clock reading (a unit mix-up, a hostile client): left out,
-# so one such value cannot stretch the axis over centuries.
-PLAUSIBLE = (946_684_800.0, 4_102_444_800.0)
 AXIS: dict[str, Any] = {"type": "date", "title": {"text": "wall-clock (UTC)",
                                                   "font": {"size": 11}, "standoff": 4},
                         "unifiedhovertitle": {"text": "%{x|%Y-%m-%d %H:%M:%S} UTC"}}
@@ -41,27 +42,44 @@ def stamps(series: dict[str, Series]) -> tuple[np.ndarray, np.ndarray] | None:
     return np.asarray(steps), np.asarray(ms)
 
 
-def to_wall_clock(figure: dict[str, Any], times: tuple[np.ndarray, np.ndarray]) -> None:
+def to_wall_clock(figure: dict[str, Any], times: tuple[np.ndarray, np.ndarray],
+                  skip: frozenset[str] = frozenset()) -> None:
     """Rewrite ``figure``'s x values (steps) as times, in place; each line's tooltip keeps its
     step, and the layout says the axis is time (``meta.time_axis``: static/charts.js leaves
-    such a chart out of the step-linked zoom)."""
+    such a chart out of the step-linked zoom). ``skip``: metrics whose lines are at their
+    samples' times already (``legendgroup``)."""
     steps, ms = times
     for trace in figure["data"]:
         x = trace.get("x")
-        if not x:
+        if not x or trace.get("legendgroup") in skip:
             continue
         trace["x"] = [float(t) for t in np.interp(np.asarray(x, dtype=float), steps, ms)]
         if "text" not in trace:  # the NaN/inf markers already say their step in their text
             trace["text"] = [f"step {int(s)}" for s in x]
             if "hovertemplate" in trace:
                 trace["hovertemplate"] += " · %{text}"
-    layout = figure["layout"]
+    clock_layout(figure["layout"], times)
+
+
+def clock_layout(layout: dict[str, Any], times: tuple[np.ndarray, np.ndarray]) -> None:
+    """``layout``'s axis as time and its finding marks at their steps' times, in place."""
     for shape in layout.get("shapes", []):  # a finding's step range, shaded
         shape["x0"], shape["x1"] = _at(shape["x0"], times), _at(shape["x1"], times)
     for note in layout.get("annotations", []):
         note["x"] = _at(note["x"], times)
     layout["xaxis"] = {**layout.get("xaxis", {}), **AXIS}
     layout["meta"] = {**layout.get("meta", {}), "time_axis": True}
+
+
+def sample_times(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, ms) of the samples kept at their own times, for placing a step on the clock."""
+    return np.asarray(samples.steps, dtype=float), np.asarray(samples.times, dtype=float)
+
+
+def step_texts(times_ms: list[float], samples: Samples) -> list[str]:
+    """The tooltip text of each drawn sample: the step it was taken at."""
+    at = samples.step_at()
+    return [f"step {at.get(int(t), '?')}" for t in times_ms]
 
 
 def _at(step: float, times: tuple[np.ndarray, np.ndarray]) -> float:

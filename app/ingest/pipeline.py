@@ -16,7 +16,7 @@ from app.alerts import service as alerts
 from app.core.db import write
 from app.diagnostics import Diagnosis
 from app.health import service as health
-from app.metrics import rollups
+from app.metrics import rollups, samples
 from app.metrics.ingest import ingest, store
 from app.metrics.names import Row, normalize_row
 from app.metrics.reading import Reading, read_rows
@@ -70,8 +70,10 @@ def receive(db: Session, run: Run, rows: Sequence[Row],
 
     ``track_progress=False`` for imports: their steps say nothing about a live run's pace, and
     they are settled at once (``rollups.settle``), where a live run's batches are left to the
-background settler (``app/metrics/settler.py``).
+background settler (``app/metrics/settler.py``). System samples are also kept at their own
+    time (``app/metrics/samples.py``), before the rows of one step are merged into one.
     """
+    samples.store(db, run.id, rows)
     signal_rows = rollouts.store(db, run.id, rollout_steps)
     all_rows = merge_by_step(rows, signal_rows)
     accepted = ingest(db, run, all_rows) if track_progress else store(db, run, all_rows)

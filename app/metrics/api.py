@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 from app.core.db import SessionDep
 from app.metrics import waiting
 from app.metrics.rollups import chart_data
+from app.metrics.samples import load as load_samples
 from app.metrics.series import downsample, load_series
 from app.runs.lookup import run_or_404
 
@@ -66,3 +67,24 @@ def chart(run_id: int, db: SessionDep,
     data = chart_data(db, run, max_points, wanted, x0, x1)
     return _answer({"level": data.level, "width": data.width, "last_step": data.last_step,
                     "series": {name: s.to_json() for name, s in data.series.items()}})
+
+
+@router.get("/{run_id}/system-samples")
+def system_samples(run_id: int, db: SessionDep,
+                   after_ms: Annotated[int | None, Query(
+                       ge=0, lt=2**62, description="only samples after this time (ms)")] = None,
+                   ) -> Response:
+    """The run's system samples, each at its own time (``app/metrics/samples.py``): per metric
+    name its points' times (``x``, ms since the epoch), values, and the step each sample was
+    taken at (``steps``; ``text``: "step N", as the chart's tooltip says). ``last_ms`` is where
+    a live chart's next poll (``after_ms=``) resumes; 0 before any sample."""
+    run_or_404(db, run_id)
+    kept = load_samples(db, run_id, after_ms)
+    step_at = kept.step_at()
+    series = {}
+    for name, (xs, ys) in kept.points.items():
+        steps = [step_at[t] for t in xs]
+        series[name] = {"x": xs, "values": ys, "steps": steps,
+                        "text": [f"step {s}" for s in steps]}
+    return _answer({"last_ms": kept.times[-1] if kept.times else (after_ms or 0),
+                    "series": series})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from sqlalchemy import Float, ForeignKey, Integer, SmallInteger, String, Text
+from sqlalchemy import BigInteger, Float, ForeignKey, Integer, SmallInteger, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base
@@ -68,3 +68,21 @@ class MetricRollup(Base):
     nonfinite: Mapped[int] = mapped_column(Integer)  # NaN/inf values in the bucket
     nonfinite_step: Mapped[int | None] = mapped_column(Integer)  # the first of them
     nonfinite_raw: Mapped[str | None] = mapped_column(String(8))  # one of their kinds
+
+
+class SystemSample(Base):
+    """One sample of the client's system sampler (``grpodeck.client.system``), keyed by its own
+    time (``system/time``, in ms), not by step: an evaluation or a checkpoint save spends
+    minutes inside one step, and ``metric_points`` keeps one value per step and name, so the
+    samples taken then were one point (issue 56). ``step`` is the latest step the trainer had
+    logged; ``metrics`` a JSON object of its finite ``system/*`` values. The system charts draw
+    these; ``metric_points`` keeps each step's last sample as before (checks, API, summaries)."""
+
+    __tablename__ = "system_samples"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}
+
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    at_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    step: Mapped[int] = mapped_column(Integer)
+    metrics: Mapped[str] = mapped_column(Text)

@@ -59,6 +59,9 @@ def main() -> None:
     parser.add_argument("--api-key")
     parser.add_argument("--save-steps", type=int, default=0,
                         help="checkpoint every N steps and upload them (DeckCallback artifacts=)")
+    parser.add_argument("--eval-prompts", type=int, default=0,
+                        help="evaluate on this many prompts every --eval-steps steps")
+    parser.add_argument("--eval-steps", type=int, default=1)
     a = parser.parse_args()
     prompts = [f"Tell me about {s}." for s in ("cats", "rain", "maps", "tea", "salt", "bees")]
     report_to = "trackio" if a.trackio else "none"
@@ -67,7 +70,9 @@ def main() -> None:
                         learning_rate=1e-4, report_to=report_to,
                         save_strategy="steps" if a.save_steps else "no",
                         save_steps=a.save_steps or 500,
-                        disable_tqdm=True, use_cpu=True, seed=0)
+                        disable_tqdm=True, use_cpu=True, seed=0,
+                        eval_strategy="steps" if a.eval_prompts else "no",
+                        eval_steps=a.eval_steps, per_device_eval_batch_size=4)
     alerts = {"urls": [a.alert_url], "min_severity": "critical"} if a.alert_url else None
     deck = DeckCallback(url=a.url, name=a.name, flush_seconds=0.5, stop_on_critical=a.guard_rail,
                         timeout=CLIENT_TIMEOUT_S, tags=[t for t in a.tags.split(",") if t],
@@ -77,6 +82,9 @@ def main() -> None:
     reward = constant_reward if a.guard_rail else length_reward
     trainer = GRPOTrainer(model=a.model, reward_funcs=reward, args=config,
                           train_dataset=Dataset.from_dict({"prompt": prompts * 50}),
+                          eval_dataset=Dataset.from_dict(
+                              {"prompt": (prompts * a.eval_prompts)[:a.eval_prompts]})
+                          if a.eval_prompts else None,
                           callbacks=callbacks)
     if not a.no_attach:
         deck.attach(trainer)

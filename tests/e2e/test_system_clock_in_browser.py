@@ -52,3 +52,30 @@ def test_system_charts_run_on_the_clock_live_and_zoom_apart(page: Page, live: St
     page.wait_for_timeout(300)  # a wrong sync would land within a frame or two
     step_range = page.evaluate("document.getElementById('chart-loss').layout.xaxis.range")
     assert step_range[1] < 100, step_range  # still steps, not the system chart's times
+
+
+def test_samples_taken_within_one_step_are_drawn_live_each_at_its_time(page: Page,
+                                                                        live: Stack) -> None:
+    """An evaluation after step 3: the step stands still while the sampler goes on (issue 56,
+    7a). Each of its samples is appended live at its own time, with step 3 in its tooltip, and
+    a reload draws them all again (they were one point, the last)."""
+    run_id, headers = reporting_run(live, name="eval-clock")
+    report(live, run_id, headers, range(1, 4))
+    page.goto(f"{live.url}/runs/{run_id}")
+    cpu = "document.getElementById('chart-system_cpu')"
+    expect(page.locator("#chart-system_cpu .main-svg").first).to_be_visible()
+    assert page.evaluate(f"{cpu}.data[0].x.length") == 3
+    times = [T0 + 100 + 10 * i for i in range(5)]
+    rows = [{"step": 3, "metrics": {"system/cpu_percent": 50.0 + i, "system/rss_bytes": 3e9,
+                                    "system/time": t}} for i, t in enumerate(times)]
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers)
+    assert reply.status_code == 200, reply.text
+    page.wait_for_function(f"() => {cpu}.data[0].x.length === 8")
+    expected = [t * 1000 for t in times]
+    assert page.evaluate(f"{cpu}.data[0].x.slice(3)") == expected
+    assert page.evaluate(f"{cpu}.data[0].y.slice(3)") == [50.0, 51.0, 52.0, 53.0, 54.0]
+    assert page.evaluate(f"{cpu}.data[0].text.slice(3)") == ["step 3"] * 5
+    page.reload()
+    expect(page.locator("#chart-system_cpu .main-svg").first).to_be_visible()
+    assert page.evaluate(f"{cpu}.data[0].x.slice(3)") == expected

@@ -6,8 +6,9 @@ Why here, in the client: a launched run (the worker's ``MetricsReporter``) and a
 a ``SystemSampler`` where they start reporting, so it samples only the process that reports
 (rank 0 in a multi-process run) and nothing on the training thread waits for it.
 
-Rows carry the latest step the trainer logged (``note``): the Deck keeps one value per (step,
-name), so several samples within one long step keep the last. Names are under ``system/``:
+Rows carry the latest step the trainer logged (``note``) and their time: the Deck keeps one
+value per (step, name), the last of a long step's samples, and each sample at its own time
+besides, so the samples of an evaluation (one step) are each drawn. Names are under ``system/``:
 ``system/time`` (the sample's Unix time: system charts are drawn against it),
 ``system/cpu_percent`` (this process, 100 = one core busy), ``system/rss_bytes``,
 ``system/gpu{i}/mem_allocated_bytes``, ``.../mem_reserved_bytes``, ``.../mem_total_bytes``,
