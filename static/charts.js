@@ -460,12 +460,28 @@
       prev = mine;
     });
     Object.keys(boxes).forEach(function (k) { Plotly.purge(boxes[k].querySelector(".chart")); boxes[k].remove(); });
+    placeHeadings(panel, fresh);
     var empty = panel.querySelector("p.empty"), freshEmpty = fresh.querySelector("p.empty");
     if (empty && !freshEmpty) empty.remove();
     if (freshEmpty) {
       if (empty) empty.textContent = freshEmpty.textContent;
       else panel.appendChild(document.importNode(freshEmpty, true));
     }
+  }
+
+  function placeHeadings(panel, fresh) {
+    // A group's heading (h2.chart-group) sits right above its first chart (data-before).
+    var keep = {};
+    fresh.querySelectorAll("h2.chart-group").forEach(function (h) {
+      var box = panel.querySelector('.chart-box[data-key="' + h.dataset.before + '"]');
+      if (!box) return;
+      var mine = document.getElementById(h.id) || document.importNode(h, true);
+      mine.textContent = h.textContent;
+      mine.dataset.before = h.dataset.before;
+      box.before(mine);
+      keep[h.id] = true;
+    });
+    panel.querySelectorAll("h2.chart-group").forEach(function (h) { if (!keep[h.id]) h.remove(); });
   }
 
   function updateBox(mine, box) {
