@@ -5,14 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
 
 from app.auth.cli import refuse_unsafe_bind, user_cli
 from app.core.config import get_settings
 from app.core.db import migrate
+
+if TYPE_CHECKING:
+    import httpx
 
 cli = typer.Typer(help="GRPO Deck: launch GRPO runs and diagnose their health.",
                   no_args_is_help=True, add_completion=False)
@@ -273,6 +279,110 @@ def _upload(url: str, api_key: str | None, path: Path, name: str | None,
         raise typer.Exit(1) from None
     for run in runs:
         typer.echo(f"imported run {run['id']} ({run['verdict']}): {run['url']}")
+
+
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+@cli.command("export")
+def export_cmd(run_id: Annotated[int, typer.Argument(metavar="RUN", help="the run's id")],
+               format_: Annotated[ExportFormat, typer.Option(
+                   "--format", help="jsonl: a JSON object per step; csv: a column per metric")
+               ] = ExportFormat.jsonl,
+               output: Annotated[Path | None, typer.Option(
+                   "-o", "--output", help="the file to write; default: standard output")] = None,
+               url: Annotated[str | None, typer.Option(
+                   help="download from the Deck at this address (GET /api/runs/RUN/export) "
+                        "instead of reading the database")] = None,
+               api_key: Annotated[str | None, typer.Option(
+                   envvar="GRPODECK_API_KEY", help="API key for --url")] = None) -> None:
+    """Write a run's rows, one per step (NaN/inf as "nan"/"inf"), as JSON Lines or CSV: what
+    `grpodeck diagnose` and `grpodeck import` read back, so `grpodeck diagnose FILE` gives the
+    run's own findings. Without --url it reads the local database (as `grpodeck import`
+    writes it). Exit status: 0 written, 1 refused by the Deck, 2 no such run."""
+    with _sink(output) as out:
+        if url:
+            written = _download(url, api_key, run_id, format_.value, out)
+        else:
+            written = _export_local(run_id, format_.value, out)
+    rows = written - (format_ is ExportFormat.csv)  # a CSV's first line is its header
+    typer.echo(f"exported run {run_id}: {rows} rows ({format_.value}) to "
+               f"{output or 'standard output'}", err=True)
+
+
+@contextmanager
+def _sink(output: Path | None) -> Iterator[TextIO]:
+    """The file named, written only once the export succeeds, or standard output."""
+    if output is None:
+        yield sys.stdout
+        return
+    part = output.with_name(output.name + ".part")
+    try:
+        with part.open("w", encoding="utf-8", newline="") as out:
+            yield out
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    part.replace(output)
+
+
+def _write_all(chunks: Iterable[str], out: TextIO) -> int:
+    """Write the chunks; returns the lines written."""
+    lines = 0
+    for chunk in chunks:
+        out.write(chunk)
+        lines += chunk.count("\n")
+    return lines
+
+
+def _export_local(run_id: int, fmt: str, out: TextIO) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.core.db import get_sessionmaker
+    from app.metrics import export
+    from app.runs.service import get_run
+
+    with get_sessionmaker()() as db:
+        try:
+            run = get_run(db, run_id)
+            if run is None:
+                typer.echo(f"error: run {run_id} not found in {get_settings().database_url}",
+                           err=True)
+                raise typer.Exit(2)
+            return _write_all(export.lines(db, run, fmt), out)
+        except SQLAlchemyError as exc:
+            typer.echo(f"error: cannot read the database ({exc.__class__.__name__}); "
+                       "`grpodeck migrate` creates it", err=True)
+            raise typer.Exit(2) from None
+
+
+def _download(url: str, api_key: str | None, run_id: int, fmt: str, out: TextIO) -> int:
+    """``export --url``: the same file, streamed from the Deck's API."""
+    import httpx
+
+    base = url.rstrip("/")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    with httpx.stream("GET", f"{base}/api/runs/{run_id}/export", params={"format": fmt},
+                      headers=headers, timeout=60) as response:
+        if response.status_code != 200:
+            response.read()
+            _refused(base, run_id, response)
+        return _write_all(response.iter_text(), out)
+
+
+def _refused(base: str, run_id: int, response: httpx.Response) -> NoReturn:
+    """Why the Deck refused, in one line, and the exit status: 2 no such run, else 1."""
+    if response.status_code == 401:
+        typer.echo(f"rejected (401): {response.json().get('detail')}; create an API key on "
+                   f"{base}/account and set GRPODECK_API_KEY", err=True)
+        raise typer.Exit(1)
+    if response.status_code == 404:
+        typer.echo(f"error: run {run_id} not found on {base}", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"rejected ({response.status_code}): {response.text[:500]}", err=True)
+    raise typer.Exit(1)
 
 
 def main() -> None:

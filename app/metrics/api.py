@@ -1,20 +1,23 @@
 """A run's metrics as JSON: ``GET /api/runs/{id}/metrics`` (raw or downsampled series, what a
 live chart appends) and ``GET /api/runs/{id}/chart`` (a zoomed chart's range at the finest
-resolution that fits)."""
+resolution that fits); and as a file, ``GET /api/runs/{id}/export`` (every row, streamed)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi.responses import StreamingResponse
 
-from app.core.db import SessionDep
-from app.metrics import waiting
+from app.core.db import SessionDep, get_sessionmaker
+from app.metrics import export, waiting
 from app.metrics.rollups import chart_data
 from app.metrics.samples import load as load_samples
 from app.metrics.series import downsample, load_series
 from app.runs.lookup import run_or_404
+from app.runs.service import get_run
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 SeriesJSON = dict[str, dict[str, list[float | int | str | None]]]
@@ -67,6 +70,32 @@ def chart(run_id: int, db: SessionDep,
     data = chart_data(db, run, max_points, wanted, x0, x1)
     return _answer({"level": data.level, "width": data.width, "last_step": data.last_step,
                     "series": {name: s.to_json() for name, s in data.series.items()}})
+
+
+@router.get("/{run_id}/export", response_class=StreamingResponse,
+            responses={200: {"content": {t: {} for t in export.FORMATS.values()},
+                             "description": "one row per step, as a file download"}})
+def export_rows(run_id: int, db: SessionDep,
+                format: Annotated[Literal["jsonl", "csv"], Query(
+                    description="jsonl: a JSON object per step; csv: a column per metric")
+                ] = "jsonl") -> StreamingResponse:
+    """Every stored row of the run (settled and still waiting), one per step, streamed: what
+    ``grpodeck diagnose`` and ``grpodeck import`` read back. NaN/inf as their text ("nan",
+    "inf", "-inf"); an empty CSV cell: no value on that step. Whoever may view the run may
+    export it."""
+    run = run_or_404(db, run_id)
+    name = export.filename(run, format)
+    return StreamingResponse(
+        _streamed(run_id, format), media_type=export.FORMATS[format],
+        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+def _streamed(run_id: int, fmt: str) -> Iterator[str]:
+    """The export from a session of its own: the request's is closed once the answer starts."""
+    with get_sessionmaker()() as db:
+        run = get_run(db, run_id)
+        if run is not None:  # deleted since the request found it: an empty file
+            yield from export.lines(db, run, fmt)
 
 
 @router.get("/{run_id}/system-samples")

@@ -53,6 +53,8 @@ def recorded() -> dict[str, Any]:
 # action -> (method, path with {run}/{alert}, form or json body, allowed roles)
 ACTIONS: dict[str, tuple[str, str, dict[str, Any] | None, set[str]]] = {
     "see alerts": ("GET", "/api/alerts", None, {"other", "owner", "admin"}),
+    "export a run's rows": ("GET", "/api/runs/{run}/export?format=csv", None,
+                            {"other", "owner", "admin"}),  # as viewing the run
     "cancel a run": ("POST", "/api/runs/{run}/cancel", None, {"owner", "admin"}),
     "settings page": ("GET", "/settings/alerts", None, {"admin"}),
     "save destinations": ("POST", "/settings/alerts",
