@@ -9,19 +9,28 @@ from fastapi import APIRouter, HTTPException, Query, status
 from app.core.db import SessionDep
 from app.rollouts import queries
 from app.rollouts.queries import RolloutFilter
-from app.rollouts.service import captured_steps
+from app.rollouts.service import captured_steps, nearest_step
 from app.runs.lookup import run_or_404
 from grpodeck.contract.limits import MAX_STEP
 
 router = APIRouter(prefix="/api/runs", tags=["rollouts"])
 
 
+def _not_captured(steps: list[int], step: int) -> str:
+    """Names the nearest captured step and the span of them (it listed the newest 20, which
+    hid older steps and said nothing of the nearest)."""
+    if not steps:
+        return f"no rollouts captured at step {step}: none were captured for this run"
+    return (f"no rollouts captured at step {step}; the nearest captured step is "
+            f"{nearest_step(steps, step)} ({len(steps)} captured, steps {steps[0]} to "
+            f"{steps[-1]}; 'steps' of GET /api/runs/{{id}}/rollouts lists them)")
+
+
 def pick_step(steps: list[int], step: int | None, f: RolloutFilter) -> int | None:
     """The latest captured step by default; None (all steps) for a text search without step."""
     if step is not None:
         if step not in steps:
-            raise HTTPException(status.HTTP_404_NOT_FOUND,
-                                f"no rollouts captured at step {step}; captured: {steps[-20:]}")
+            raise HTTPException(status.HTTP_404_NOT_FOUND, _not_captured(steps, step))
         return step
     if f.q:
         return None

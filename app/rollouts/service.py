@@ -106,6 +106,16 @@ def captured_steps(db: Session, run_id: int) -> list[int]:
     return sorted(db.scalars(stmt).all())
 
 
+def nearest_step(captured: Sequence[int], wanted: int,
+                 within: tuple[int, int] | None = None) -> int:
+    """The captured step closest to ``wanted`` (the earlier of two as close). Rollouts are
+    kept only every ``rollout_every`` steps and thinned, so a finding's last step is rarely one
+    of them: with ``within`` (the finding's range) a captured step inside it is taken first,
+    so the rollouts shown are of the steps the finding is about."""
+    inside = [s for s in captured if within is not None and within[0] <= s <= within[1]]
+    return min(inside or captured, key=lambda s: (abs(s - wanted), s))
+
+
 def thin(db: Session, run_id: int, max_steps: int) -> None:
     """Past ``max_steps`` captured steps, drop every other older one (first and newest stay):
     a long run keeps an evenly spread, bounded sample instead of only its beginning."""

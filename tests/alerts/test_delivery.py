@@ -44,7 +44,8 @@ def test_webhook_and_apprise_json_retry_after_a_failed_first_attempt(
     assert item["first_step"] == alert["first_step"] and item["last_step"] <= alert["last_step"]
     assert item["summary"] and item["evidence"] and item["action"]
     assert item["url"] == f"http://deck.example/runs/{run_id}#finding-{alert['finding_id']}"
-    assert item["rollouts_url"].endswith(f"/runs/{run_id}/rollouts?step={item['last_step']}")
+    assert item["rollouts_url"].endswith(f"/runs/{run_id}/rollouts?step={item['last_step']}"
+                                         f"&within={item['first_step']}-{item['last_step']}")
     apprise_body = receiver.bodies("/apprise")[0]  # Apprise's own JSON shape
     assert "spread-run" in apprise_body["title"] and item["summary"] in apprise_body["message"]
     assert item["url"] in apprise_body["message"] and "First thing to try" in apprise_body["message"]

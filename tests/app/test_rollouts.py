@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import one, running_run
+from tests.app.conftest import html, one, running_run
 
 XSS = "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
 
@@ -187,3 +187,32 @@ def test_inspector_page_escapes_model_output(client: TestClient, run_with_rollou
     assert "show all" in page  # the long completion is folded
     fragment = client.get(f"/runs/{run_id}/rollouts/_groups", params={"step": 1, "outcome": "all_fail"})
     assert fragment.text.count('class="group panel') == 1 and "(empty completion)" in fragment.text
+
+
+@pytest.mark.one_backend  # which step is shown: no storage difference
+def test_a_step_without_rollouts_shows_the_nearest_captured_one(
+        client: TestClient, run_with_rollouts) -> None:  # type: ignore[no-untyped-def]
+    """Issue 56: a finding's last step is rarely a captured one; its page was a 404 listing
+    the newest 20 captured steps. It shows the nearest (inside the finding's range first) and
+    says so; the API stays a 404 for a step it does not have, naming the nearest."""
+    run_id, _ = run_with_rollouts  # captured: steps 1 and 2
+    moved = "No rollouts were captured"
+    for params, shown, words in (
+            ({"step": 7}, 2, f"{moved} at step 7; this is step 2, the nearest captured step."),
+            ({"step": 7, "within": "0-1"}, 1,
+             (f"{moved} at step 7; this is step 1, the nearest captured step in the finding's "
+             "steps 0–1.")),
+            ({"step": 9, "within": "5-9"}, 2,
+             f"{moved} in the finding's steps 5–9; this is step 2, the nearest captured step.")):
+        page = client.get(f"/runs/{run_id}/rollouts", params=params)
+        assert page.status_code == 200, page.text
+        assert one(page.text, "#step-moved").get_text() == words
+        assert one(page.text, "#f-step option[selected]")["value"] == str(shown)
+    assert html(client.get(f"/runs/{run_id}/rollouts?step=2").text).select("#step-moved") == []
+    pager = one(client.get(f"/runs/{run_id}/rollouts?step=2&outcome=mixed").text, "#step-pager")
+    assert pager.select_one("#older-step")["href"] == (
+        f"/runs/{run_id}/rollouts?step=1&outcome=mixed")
+    assert pager.select("#newer-step") == []
+    api = client.get(f"/api/runs/{run_id}/rollouts", params={"step": 7})
+    assert api.status_code == 404
+    assert "the nearest captured step is 2 (2 captured, steps 1 to 2" in api.json()["detail"]

@@ -46,7 +46,8 @@ def test_each_finding_links_to_its_rollouts_step_and_zoomed_charts(client: TestC
     run_id, _ = queued_run(tiny_spec(name="links"))
     finding_id = _with_findings(run_id, _zero_spread(12, 47))
     entry = one(client.get(f"/runs/{run_id}").text, f"#finding-{finding_id}")
-    assert one(str(entry), "a.finding-rollouts")["href"] == f"/runs/{run_id}/rollouts?step=47"
+    assert one(str(entry), "a.finding-rollouts")["href"] == (
+        f"/runs/{run_id}/rollouts?step=47&within=12-47")  # the nearest captured in 12-47
     assert one(str(entry), "a.finding-charts")["href"] == (
         f"/runs/{run_id}?steps=12-47#charts-panel")
 
