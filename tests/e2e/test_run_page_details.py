@@ -1,11 +1,13 @@
 """Run page details in a real browser (issue 56): the system charts' heading is a section heading
-above them, not a line inside the CPU card."""
+above them, not a line inside the CPU card; the artifact and alert delivery tables pad their
+cells."""
 
 from __future__ import annotations
 
 import httpx
 from playwright.sync_api import Page, expect
 
+from tests.alerts.helpers import zero_spread
 from tests.e2e.test_rollouts_in_browser import reporting_run
 from tests.stack import Stack
 
@@ -58,3 +60,51 @@ def test_the_system_heading_is_a_section_heading_above_the_system_charts(desk: P
     desk.reload()
     expect(desk.locator("#chart-system_cpu .main-svg").first).to_be_visible()
     heading_above_the_system_charts(desk)
+
+
+PADDING = ("(cell) => { const s = getComputedStyle(cell); return [s.paddingTop, s.paddingRight,"
+           " s.paddingBottom, s.paddingLeft].map(parseFloat); }")
+
+
+def cell_padding(page: Page, table: str) -> list[list[float]]:
+    """[top, right, bottom, left] padding (px) of every header and data cell of ``table``."""
+    cells = page.locator(f"{table} th, {table} td")
+    assert cells.count() >= 2, table
+    return [cells.nth(i).evaluate(PADDING) for i in range(cells.count())]
+
+
+def padded(paddings: list[list[float]], reference: list[float]) -> bool:
+    """Every cell padded as ``reference``, on each side."""
+    return all(p == reference for p in paddings)
+
+
+def test_artifact_and_delivery_tables_pad_their_cells_as_the_other_tables_do(
+        desk: Page, live: Stack) -> None:
+    """Issue 56 (7c): the artifacts table and the alert deliveries table had cells with no
+    padding (their text ran together); they are padded as the run and compare pages' other
+    tables (the compare page's config differences) are."""
+    run_id, headers = reporting_run(live, name="padded-tables")
+    other, _ = reporting_run(live, name="padded-other", learning_rate=3e-5)
+    reply = httpx.post(f"{live.url}/api/runs/{run_id}/artifacts",
+                       params={"name": "notes.txt", "kind": "file", "step": 3},
+                       content=b"hello", headers=headers, timeout=30)
+    assert reply.status_code == 201, reply.text
+    desk.goto(f"{live.url}/runs/compare?ids={run_id},{other}")
+    reference = cell_padding(desk, "#spec-diff")[0]
+    assert min(reference) >= 4, reference
+    desk.goto(f"{live.url}/runs/{run_id}/artifacts")
+    assert padded(cell_padding(desk, "#artifacts"), reference)
+    desk.goto(f"{live.url}/settings/alerts")
+    desk.fill("#f-urls", "json://hooks.example.com/deck")
+    desk.click("#save-destinations")
+    desk.click("#send-test")
+    expect(desk.locator("#test-deliveries tr.test-delivery")).to_have_count(1)
+    assert padded(cell_padding(desk, "#test-deliveries table"), reference)
+    alerting, headers = reporting_run(live, name="padded-alert")  # an alert, sent to that one
+    rows = zero_spread(range(1, 61))
+    for start in range(0, 60, 10):  # batch by batch, as a run reports: the finding confirms
+        post_rows(live, alerting, headers, rows[start:start + 10])
+    desk.goto(f"{live.url}/alerts?run={alerting}")
+    desk.click(".alert-item details.deliveries summary")
+    expect(desk.locator(".alert-item details.deliveries tr.delivery-pending")).to_have_count(1)
+    assert padded(cell_padding(desk, ".alert-item details.deliveries table"), reference)
