@@ -108,3 +108,32 @@ def test_artifact_and_delivery_tables_pad_their_cells_as_the_other_tables_do(
     desk.click(".alert-item details.deliveries summary")
     expect(desk.locator(".alert-item details.deliveries tr.delivery-pending")).to_have_count(1)
     assert padded(cell_padding(desk, ".alert-item details.deliveries table"), reference)
+
+
+def test_an_artifact_is_deleted_from_its_tab_after_a_confirm(desk: Page, live: Stack) -> None:
+    """Issue 56 (7d): the Artifacts tab's Delete button asks first (a dismissed confirm deletes
+    nothing), then deletes through htmx: the row leaves the table, the file the server. The
+    permissions: tests/app/test_artifact_delete_button.py."""
+    run_id, headers = reporting_run(live, name="deleting-artifacts")
+    ids = []
+    for name in ("keep.bin", "drop.bin"):
+        reply = httpx.post(f"{live.url}/api/runs/{run_id}/artifacts",
+                           params={"name": name}, content=name.encode(), headers=headers)
+        assert reply.status_code == 201, reply.text
+        ids.append(reply.json()["id"])
+    desk.goto(f"{live.url}/runs/{run_id}/artifacts")
+    asked: list[str] = []
+    desk.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    desk.click(f"#delete-artifact-{ids[1]}")
+    expect(desk.locator("#artifacts tbody tr")).to_have_count(2)
+    assert asked and "drop.bin" in asked[0]
+    desk.evaluate("window.__sameDocument = true")
+    desk.once("dialog", lambda d: d.accept())
+    desk.click(f"#delete-artifact-{ids[1]}")
+    expect(desk.locator("#artifacts tbody tr")).to_have_count(1)
+    expect(desk.locator(f"#artifacts tr[data-artifact='{ids[0]}']")).to_be_visible()
+    assert desk.evaluate("window.__sameDocument") is True  # htmx swapped the table, no reload
+    listed = httpx.get(f"{live.url}/api/runs/{run_id}/artifacts").json()
+    assert [a["name"] for a in listed] == ["keep.bin"]
+    gone = httpx.get(f"{live.url}/api/runs/{run_id}/artifacts/{ids[1]}/file")
+    assert gone.status_code == 404
