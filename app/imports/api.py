@@ -5,12 +5,7 @@ its checkpoints and completions); the same readers as ``grpodeck import`` and th
 
 from __future__ import annotations
 
-import io
-import lzma
-import tarfile
 import tempfile
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +15,6 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.identity import CurrentIdentity
-from app.core import inflate
 from app.core.db import SessionDep
 from app.diagnostics.coverage import UNKNOWN
 from app.importers import LogFormatError
@@ -28,18 +22,13 @@ from app.importers.base import LogTooDeepError
 from app.importers.mapping import parse_map
 from app.importers.read_report import suggested_map
 from app.imports import saved_mappings
+from app.imports.archives import UNPACKED, archive_stem, unpack
 from app.imports.service import import_path
 from app.imports.views import MAX_NAME, SUFFIX
 from app.runs.models import Run
 from grpodeck.contract.fields import cleaned
 
 router = APIRouter(prefix="/api/imports", tags=["imports"])
-# A folder archive unpacks to at most this much per byte uploaded (logs compress ~10x; the
-# upload itself is bounded by GRPODECK_UPLOAD_MAX_BODY_BYTES before it is read).
-MAX_UNPACK_RATIO = 50
-MAX_MEMBERS = 20_000  # a run folder holds checkpoints, event files, metric files: not millions
-ZIP_MAGIC = b"PK\x03\x04"
-UNPACKED = "unpacked"  # the folder an archive is unpacked into, inside the upload's temp folder
 
 
 class ImportedRun(BaseModel):
@@ -64,80 +53,6 @@ class SavedMappingOut(BaseModel):
     owner: int
 
 
-def _unpack(data: bytes, into: Path) -> Path:
-    """The run folder inside an archive (tar, tar.gz or zip): its single top-level folder,
-    else the archive's root."""
-    root = into / UNPACKED
-    if data.startswith(ZIP_MAGIC):
-        _unzip(data, into / "upload.zip", root)
-    else:
-        _untar(data, root)
-    entries = list(root.iterdir()) if root.is_dir() else []
-    return entries[0] if len(entries) == 1 and entries[0].is_dir() else root
-
-
-def _check_size(sizes: list[int], packed: int) -> None:
-    if len(sizes) > MAX_MEMBERS:
-        raise LogFormatError("archive", f"holds more than {MAX_MEMBERS} files")
-    if sum(sizes) > MAX_UNPACK_RATIO * max(packed, 1024):
-        raise LogFormatError("archive", f"unpacks to more than {MAX_UNPACK_RATIO}x its size")
-
-
-def _untar(data: bytes, root: Path) -> None:
-    """Only regular files and folders, nothing outside ``root`` (tarfile's ``data`` filter).
-
-    Streamed: each member is extracted as its header arrives, and the inflated bytes are
-    counted as they are read, so a bomb (2 GiB of zeros in a 2 MB upload) is refused after
-    ``MAX_UNPACK_RATIO`` times its size is read, never inflated whole (``inflate.Capped``)."""
-    limit = MAX_UNPACK_RATIO * max(len(data), 1024)
-    try:
-        with inflate.open_capped(io.BytesIO(data), limit) as stream, \
-                tarfile.open(fileobj=stream, mode="r|") as tar:
-            for count, member in enumerate(tar, 1):
-                if count > MAX_MEMBERS:
-                    raise LogFormatError("archive", f"holds more than {MAX_MEMBERS} files")
-                tar.extract(member, root, filter="data")
-    except inflate.TooLarge:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
-                            f"the archive unpacks to more than {limit} bytes "
-                            f"({MAX_UNPACK_RATIO}x its size): refused") from None
-    except tarfile.FilterError as exc:
-        raise LogFormatError("archive", _refused_member(exc)) from None
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        raise LogFormatError("archive", f"not a readable tar.gz or zip ({exc})") from None
-
-
-def _refused_member(exc: tarfile.FilterError) -> str:
-    """Why the ``data`` filter refused a member, naming only the member (tarfile's own message
-    names where it would have landed: a path of this server)."""
-    name = exc.tarinfo.name[:200]
-    if isinstance(exc, (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError)):
-        return f"member {name!r} links outside the archive"
-    if isinstance(exc, tarfile.SpecialFileError):
-        return f"member {name!r} is not a regular file, folder or link"
-    return f"member {name!r} points outside the archive"
-
-
-def _unzip(data: bytes, archive: Path, root: Path) -> None:
-    """Each member's path is checked to stay inside ``root`` (no absolute names, no ``..``);
-    links cannot be stored in a zip, so only files and folders come out."""
-    archive.write_bytes(data)
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            members = zf.infolist()
-            _check_size([m.file_size for m in members], len(data))
-            base = root.resolve()
-            for member in members:
-                target = (root / member.filename).resolve()
-                if not target.is_relative_to(base):
-                    raise LogFormatError("archive", f"member {member.filename!r} points "
-                                                    "outside the archive")
-            zf.extractall(root)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-            NotImplementedError, RuntimeError) as exc:
-        raise LogFormatError("archive", f"not a readable zip ({exc})") from None
-
-
 def _mapping(items: list[str]) -> dict[str, str]:
     """A repeated ``map`` field is one item per pair (``--map A=a --map B=b``), never joined."""
     try:
@@ -151,8 +66,7 @@ def _store(tmp: Path, upload: UploadFile, data: bytes, archive: bool) -> tuple[P
     the name the user gave it."""
     source = cleaned(upload.filename or "log")[:MAX_NAME]
     if archive:
-        return _unpack(data, tmp), source.removesuffix(".tar.gz").removesuffix(
-            ".tgz").removesuffix(".zip").removesuffix(".tar")
+        return unpack(data, tmp), archive_stem(source)
     suffix = Path(source).suffix if SUFFIX.fullmatch(Path(source).suffix) else ".log"
     path = tmp / f"upload{suffix}"
     path.write_bytes(data)
