@@ -40,15 +40,22 @@ REWARD_LABELS = {f"reward_{i}_{part}": f"Reward {i + 1} {words}" for i in range(
                  for part, words in (("name", "function"), ("weight", "weight"),
                                      ("params", "parameters"))}
 LABELS = {  # in the form's order: the error list above the form follows it
-    "name": "Run name", "model": "Model", "dataset": "Dataset",
-    "dataset_config": "Dataset configuration", "train_split": "Train split",
-    "eval_split": "Eval split", "eval_steps": "Eval every N steps", **REWARD_LABELS,
-    "num_generations": "num_generations (group size)", "per_device_train_batch_size": "Batch size",
-    "max_steps": "max_steps", "learning_rate": "learning_rate", "beta": "beta (KL coefficient)",
-    "epsilon": "epsilon (clip)", "max_prompt_length": "max_prompt_length (tokens)",
+    "name": "Run name", "model": "Model", "dataset": "Dataset", **REWARD_LABELS,
+    "num_generations": "num_generations (group size)",
+    # the folded sections (app/launch/sections.py): Training
+    "per_device_train_batch_size": "Batch size", "max_steps": "max_steps",
+    "learning_rate": "learning_rate", "beta": "beta (KL coefficient)", "epsilon": "epsilon (clip)",
+    "scale_rewards": "scale_rewards", "logging_steps": "logging_steps", "seed": "seed",
+    "train_split": "Train split", "dataset_config": "Dataset configuration",
+    # Generation, Evaluation
     "max_completion_length": "max_completion_length (tokens)",
-    "temperature": "temperature", "scale_rewards": "scale_rewards",
-    "logging_steps": "logging_steps", "seed": "seed",
+    "max_prompt_length": "max_prompt_length (tokens)", "temperature": "temperature",
+    "eval_split": "Eval split", "eval_steps": "Eval every N steps",
+    # Monitoring and alerts
+    "rollout_every": "Capture rollouts every N logging steps",
+    "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
+    "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
+    # Advanced
     "epsilon_high": "epsilon_high (upper clip)", "loss_type": "loss_type",
     "num_iterations": "num_iterations (updates per batch)", "top_p": "top_p", "top_k": "top_k",
     "mask_truncated_completions": "mask_truncated_completions",
@@ -56,14 +63,12 @@ LABELS = {  # in the form's order: the error list above the form follows it
     "max_grad_norm": "max_grad_norm", "warmup_ratio": "warmup_ratio",
     "lr_scheduler_type": "lr_scheduler_type", "save_steps": "save_steps (checkpoints)",
     "use_vllm": "use_vllm", "vllm_mode": "vllm_mode",
-    "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization", "use_peft": "use_peft (LoRA)", "lora_r": "lora_r (rank)",
+    "vllm_gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "num_processes": "num_processes (devices)", "distributed": "distributed",
+    "mixed_precision": "mixed_precision", "use_peft": "use_peft (LoRA)", "lora_r": "lora_r (rank)",
     "lora_alpha": "lora_alpha", "lora_dropout": "lora_dropout",
     "lora_target_modules": "lora_target_modules",
-    "num_processes": "num_processes (devices)", "distributed": "distributed",
-    "mixed_precision": "mixed_precision",
-    "rollout_every": "Capture rollouts every N logging steps",
-    "rollout_groups": "Groups kept per captured step", "alert_urls": "Alert this run also to",
-    "alert_min_severity": "Alert from severity", "alert_ignore": "Never alert for",
+    # the action bar
     "smoke_steps": "Smoke test steps",
 }
 

@@ -26,6 +26,7 @@ from app.launch.launch import launch
 from app.launch.ownership import with_parent_secrets, withheld_alerts
 from app.launch.presets import preset_or_404
 from app.launch.rewards_api import custom_listing
+from app.launch.sections import section_states
 from app.runs.lookup import run_or_404
 from app.runs.models import Run
 from grpodeck.contract.catalog import BUILTIN_DATASETS, BUILTIN_MODELS, REWARDS
@@ -40,11 +41,6 @@ from grpodeck.contract.spec import (
 )
 
 router = APIRouter(include_in_schema=False)
-ADVANCED = ("epsilon_high", "loss_type", "num_iterations", "top_p", "top_k",
-            "mask_truncated_completions", "gradient_accumulation_steps", "max_grad_norm",
-            "warmup_ratio", "lr_scheduler_type", "save_steps", "use_vllm", "use_peft", "lora_r",
-            "lora_alpha", "lora_dropout", "lora_target_modules", "vllm_mode",
-            "vllm_gpu_memory_utilization", "num_processes", "distributed", "mixed_precision")
 SMOKE_STEPS = 5  # the smoke test's default (app.launch.smoke.DEFAULT_STEPS)
 
 
@@ -57,7 +53,8 @@ def form_context(values: dict[str, Any], errors: dict[str, str],
             "datasets": {**BUILTIN_DATASETS, **uploaded}, "rewards": REWARDS,
             "reward_rows": reward_row_count(values), "parent": parent, "labels": LABELS,
             "summary": error_summary(errors), "presets": PRESETS,
-            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS, "advanced_fields": ADVANCED,
+            "loss_types": LOSS_TYPES, "schedulers": SCHEDULERS,
+            "sections": section_states(values, errors),
             "workers": worker_reports(), "custom_rewards": custom_listing(),
             "distributed_kinds": DISTRIBUTED, "precisions": MIXED_PRECISIONS,
             "vllm_modes": VLLM_MODES}

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.metrics import inbox, rollups
 from app.metrics.names import Row
 from app.runs.models import Run
+from app.runs.progress import evaluating_within
 
 
 def store(db: Session, run: Run, rows: Sequence[Row]) -> int:
@@ -29,12 +30,14 @@ def store(db: Session, run: Run, rows: Sequence[Row]) -> int:
 
 
 def _update_progress(run: Run, max_step: int, now: datetime) -> None:
-    """Keep step, last report time and a smoothed seconds-per-step for ETA and 'lost' checks."""
+    """Keep step, last report time and a smoothed seconds-per-step for ETA and 'lost' checks;
+    time spent evaluating between two reports is no step's (``evaluating_within``)."""
     previous_step, previous_at = run.current_step, run.last_step_at
     if max_step > previous_step and previous_at is not None:
         if previous_at.tzinfo is None:
             previous_at = previous_at.replace(tzinfo=UTC)
-        per_step = (now - previous_at).total_seconds() / (max_step - previous_step)
+        trained = (now - previous_at).total_seconds() - evaluating_within(run, previous_at, now)
+        per_step = max(0.0, trained) / (max_step - previous_step)
         old = run.seconds_per_step
         run.seconds_per_step = per_step if old is None else 0.7 * old + 0.3 * per_step
     if max_step > previous_step:

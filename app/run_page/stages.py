@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.runs.lifecycle import Status
 from app.runs.models import Run
-from app.runs.progress import evaluation_now
+from app.runs.progress import evaluation_now, training_resumed
 
 STAGES = (("queued", "queued"), ("loading_model", "loading model"),
           ("first_step", "first step"), ("training", "training"), ("evaluating", "evaluating"),
@@ -56,8 +56,10 @@ def stage_of(db: Session, run: Run) -> StageView | None:
         done, total, since = evaluation
         return StageView("evaluating", f"evaluating ({done} of {total} batches)", since=since,
                          for_s=max(0.0, (datetime.now(UTC) - since).total_seconds()))
-    if run.current_step > 0:
-        return StageView("training", "training")
+    if run.current_step > 0:  # since the last evaluation ended, else since the run started
+        resumed = training_resumed(run)
+        return StageView("training", "training", since=resumed, for_s=None if resumed is None
+                         else max(0.0, (datetime.now(UTC) - resumed).total_seconds()))
     if run.stage == "first_step":
         return StageView("first_step", "model loaded, waiting for the first step")
     return StageView("loading_model", "loading model and data")

@@ -4,7 +4,7 @@ evaluations still ahead counted in (issue 34: a 6.5-minute evaluation froze the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.runs.models import Run
@@ -29,16 +29,38 @@ class Progress:
 def record_stage(run: Run, stage: str, done: int | None, total: int | None,
                  now: datetime) -> None:
     """Keep what the child said it is doing; an evaluation keeps {done, total, since} while it
-    runs and leaves {last_s}, its length, when the child moves on."""
+    runs and leaves {last_s, ended}, its length and end, when the child moves on (training
+    resumed then: the stage timer counts from it, and the pace leaves the evaluation out)."""
     ev: dict[str, Any] = dict(run.eval_progress or {})
     if stage == EVALUATING and total:
         since = ev.get("since") or now.isoformat()
         ev = {"done": done or 0, "total": total, "since": since, "last_s": ev.get("last_s")}
     elif ev.get("since"):
         ev = {"last_s": max(0.0, (now - _aware(datetime.fromisoformat(ev["since"])))
-                            .total_seconds())}
+                            .total_seconds()), "ended": now.isoformat()}
     run.stage = stage
     run.eval_progress = ev or None
+
+
+def training_resumed(run: Run) -> datetime | None:
+    """When the last evaluation ended and training resumed; None before any evaluation."""
+    ended = (run.eval_progress or {}).get("ended")
+    return None if ended is None else _aware(datetime.fromisoformat(ended))
+
+
+def evaluating_within(run: Run, start: datetime, end: datetime) -> float:
+    """Seconds of ``start``..``end`` the run spent evaluating: the evaluation under way (up to
+    ``end``) or the last one. Why: a step's time is measured between two reports, and the
+    step after an evaluation waited for all of it (a 2 s pace read 20 s after a minute's
+    evaluation)."""
+    ev = run.eval_progress or {}
+    if ev.get("since"):
+        lo, hi = _aware(datetime.fromisoformat(ev["since"])), end
+    elif (ended := training_resumed(run)) is not None and ev.get("last_s") is not None:
+        lo, hi = ended - timedelta(seconds=float(ev["last_s"])), ended
+    else:
+        return 0.0
+    return max(0.0, (min(end, hi) - max(start, lo)).total_seconds())
 
 
 def evaluation_now(run: Run) -> tuple[int, int, datetime] | None:

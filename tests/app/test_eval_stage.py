@@ -7,10 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.core.db import get_sessionmaker
+from app.metrics.ingest import _update_progress
 from app.runs.models import Run
 from app.runs.progress import progress, record_stage
 from grpodeck.contract.wire import EvalProgress as Progressed
@@ -39,7 +41,7 @@ def test_the_eta_counts_the_evaluation_under_way_and_those_ahead() -> None:
     # 9 of 12 in 90 s: 30 s left, and 120 s for each of the 3 ahead
     assert progress(run, T0 + timedelta(seconds=90)).eta_s == 60 + 30 + 3 * 120
     record_stage(run, "training", None, None, T0 + timedelta(seconds=200))
-    assert run.eval_progress == {"last_s": 200.0}
+    assert run.eval_progress == {"last_s": 200.0, "ended": (T0 + timedelta(seconds=200)).isoformat()}
     assert progress(run, T0 + timedelta(seconds=300)).eta_s == 60 + 3 * 200
 
 
@@ -96,7 +98,50 @@ def test_the_run_page_shows_evaluating_n_of_m_batches(client: TestClient) -> Non
     assert page.select_one("#run-stage strong").text == "training"
     with get_sessionmaker()() as db:
         run = db.get(Run, run_id)
-        assert run is not None and set(run.eval_progress or {}) == {"last_s"}
+        assert run is not None and set(run.eval_progress or {}) == {"last_s", "ended"}
     bad = client.post(f"/api/runs/{run_id}/logs", headers=headers, json={
         "stage": "evaluating", "eval_progress": {"done": -1, "total": 0}})
     assert bad.status_code == 422
+
+
+def test_seconds_per_step_leaves_the_evaluation_out() -> None:
+    """Issue 56 (8a): the step after an evaluation took the evaluation's minute too, and the
+    pace (s / step, the runs list's steps/s) jumped from 2 s to 20 s; now only training time
+    counts, also while the evaluation is still under way when the step arrives."""
+    run = _run()
+    run.last_step_at = T0  # step 10 reported
+    record_stage(run, "evaluating", 0, 12, T0 + timedelta(seconds=1))
+    record_stage(run, "training", None, None, T0 + timedelta(seconds=61))
+    _update_progress(run, 11, T0 + timedelta(seconds=63))  # 3 s of training
+    assert run.seconds_per_step == pytest.approx(0.7 * 2.0 + 0.3 * 3.0)
+    record_stage(run, "evaluating", 0, 12, T0 + timedelta(seconds=64))  # its "training" line
+    _update_progress(run, 12, T0 + timedelta(seconds=130))               # comes after the step
+    assert run.seconds_per_step == pytest.approx(0.7 * 2.3 + 0.3 * 1.0)
+    record_stage(run, "training", None, None, T0 + timedelta(seconds=130))
+    _update_progress(run, 13, T0 + timedelta(seconds=132))  # no evaluation in between
+    assert run.seconds_per_step == pytest.approx(0.7 * 1.91 + 0.3 * 2.0)
+
+
+def test_the_stage_timer_restarts_when_training_resumes(client: TestClient) -> None:
+    """Issue 56 (8a): after an evaluation the stage line said "training · for" the whole run;
+    it counts from the evaluation's end, when training resumed."""
+    run_id, headers = running_run(client, eval_split="test", eval_steps=10, max_steps=40)
+    rows = [{"step": s, "metrics": {"reward": 0.1}} for s in range(1, 11)]
+    assert client.post(f"/api/runs/{run_id}/metrics", json={"rows": rows},
+                       headers=headers).status_code == 200
+    page = BeautifulSoup(client.get(f"/runs/{run_id}/_status").text, "html.parser")
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None and run.started_at is not None
+        started = run.started_at.replace(tzinfo=UTC).isoformat()
+    assert page.select_one("#stage-timer")["data-since"] == started  # training from the start
+    client.post(f"/api/runs/{run_id}/logs", headers=headers, json={
+        "stage": "evaluating", "eval_progress": {"done": 1, "total": 4}})
+    client.post(f"/api/runs/{run_id}/logs", headers=headers, json={"stage": "training"})
+    with get_sessionmaker()() as db:
+        run = db.get(Run, run_id)
+        assert run is not None and run.eval_progress is not None
+        ended = run.eval_progress["ended"]
+    page = BeautifulSoup(client.get(f"/runs/{run_id}/_status").text, "html.parser")
+    assert page.select_one("#run-stage strong").text == "training"
+    assert page.select_one("#stage-timer")["data-since"] == ended != started

@@ -154,6 +154,7 @@ def test_dry_run_from_the_form_then_a_smoke_test(page: Page, live: Stack) -> Non
     page.goto(f"{live.url}/runs/new")
     page.fill("#f-name", "dry-in-browser")
     page.fill("#f-model", "builtin:tiny-random")
+    page.click("#generation > summary")  # a folded section (issue 56)
     page.fill("#f-max_completion_length", "8")
     page.select_option("#f-reward_0_name", "constant")
     page.fill('input[name="reward_0_params"]', "value=1")

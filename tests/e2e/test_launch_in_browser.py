@@ -14,7 +14,9 @@ def test_form_launch_draws_reward_chart(page: Page, live: Stack, tmp_path) -> No
     page.goto(f"{live.url}/runs/new")
     page.fill("#f-name", "browser-run")
     page.fill("#f-model", "builtin:tiny-random")
+    page.click("#training > summary")  # folded sections (issue 56): open to reach the field
     page.fill("#f-max_steps", "3")
+    page.click("#generation > summary")
     page.fill("#f-max_completion_length", "16")
     page.click("#launch")
     page.wait_for_url("**/runs/*")
@@ -32,6 +34,7 @@ def test_invalid_form_marks_the_field_and_queues_nothing(page: Page, live: Stack
     before = httpx.get(f"{live.url}/api/runs", timeout=10).json()
     page.goto(f"{live.url}/runs/new")
     page.fill("#f-num_generations", "1")
+    page.click("#training > summary")
     page.fill("#f-learning_rate", "-0.1")
     page.click("#launch")
     expect(page.locator("#e-num_generations")).to_be_visible()

@@ -118,6 +118,7 @@ def test_form_errors_at_their_fields_with_focus(desk: Page, live: Stack) -> None
     page = desk
     page.goto(f"{live.url}/runs/new")
     page.fill("#f-name", "kept-name")
+    page.click("#training > summary")  # a folded section (issue 56); an error reopens it
     page.fill("#f-per_device_train_batch_size", "5")
     page.fill("#f-max_steps", "0")
     page.click("#launch")
@@ -146,6 +147,7 @@ def test_phone_layout_has_no_horizontal_scroll(phone: Page, live: Stack, run_wit
         no_horizontal_scroll(page)
         page.screenshot(path=str(SHOTS / f"pages-after-{name}-390.png"), full_page=True)
     page.goto(f"{live.url}/runs/new")
+    page.click("#training > summary")
     page.fill("#f-per_device_train_batch_size", "5")
     page.click("#launch")
     expect(page.locator("#f-per_device_train_batch_size")).to_be_focused()
@@ -223,6 +225,7 @@ def test_axe_finds_no_serious_violations(desk: Page, live: Stack, run_with_data:
         page.wait_for_load_state("networkidle")
         problems[path] = serious_violations(page)
     page.goto(f"{live.url}/runs/new")
+    page.click("#training > summary")
     page.fill("#f-per_device_train_batch_size", "5")
     page.click("#launch")
     problems["/runs/new (with errors)"] = serious_violations(page)
