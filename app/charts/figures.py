@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
 from app.charts.wall_clock import sample_times, stamps, step_texts, to_wall_clock
+from app.metrics.reading import titled, with_logged
 from app.metrics.samples import Samples
 from app.metrics.series import Series, all_finite, downsample
 
@@ -239,16 +240,30 @@ def marks_by_panel(findings: list[dict[str, Any]], objectives: Sequence[str] = (
     return out
 
 
+def name_logged_keys(fig: dict[str, Any], logged: Mapping[str, str]) -> None:
+    """Legend entries of renamed metrics name the key logged too (``learning_rate (lr)``);
+    ``legendgroup`` keeps the canonical name, which static/charts.js asks the API by."""
+    for trace in fig["data"]:
+        group = trace.get("legendgroup")
+        if isinstance(group, str) and group in logged:
+            band = " min-max" if trace.get("meta") == "band" else ""
+            trace["name"] = plot_text(with_logged(group, logged) + band)
+
+
 def run_figures(series: dict[str, Series],
                 marks: dict[str, list[dict[str, Any]]] | None = None,
                 objectives: Sequence[str] = (), samples: Samples | None = None,
-                max_points: int = 2_000) -> list[dict[str, Any]]:
+                max_points: int = 2_000,
+                logged: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """All charts a run has data for, each as {key, title, figure, note, log_toggle, group,
     group_title}; the note lists the chart's non-finite values (None when all are finite);
     ``group_title`` is set on the first chart of a group that has one (the system metrics).
     ``objectives``: the run's monitor-only rewards, drawn against the trained reward on a chart
-    of their own. ``samples``: the run's system samples at their own times (``figure``)."""
+    of their own. ``samples``: the run's system samples at their own times (``figure``).
+    ``logged``: canonical name -> the key the run logged it as, shown beside it in the title
+    and the legend (``app.metrics.reading.run_logged_names``)."""
     out: list[dict[str, Any]] = []
+    logged = logged or {}
     for panel in panels_for(objectives):
         fig = figure(panel, series, (marks or {}).get(panel.key), samples, max_points)
         if fig is not None:
@@ -256,7 +271,9 @@ def run_figures(series: dict[str, Series],
             note = nonfinite_note(nonfinite_points(primary + secondary, series),
                                   several=len(primary) + len(secondary) > 1)
             opens = not out or out[-1]["group"] != panel.group
-            out.append({"key": panel.key, "title": title_for(panel, sorted(series)),
+            name_logged_keys(fig, logged)
+            title = titled(title_for(panel, sorted(series)), primary + secondary, logged)
+            out.append({"key": panel.key, "title": title,
                         "figure": fig, "note": note, "log_toggle": panel.log_toggle,
                         "group": panel.group,
                         "group_title": GROUP_TITLES.get(panel.group) if opens else None})

@@ -9,6 +9,7 @@ is (an aggregate over the points themselves read all 2.5M of a 100k-step run).""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import and_, func, select
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.charts.panels import PANELS, names_for
 from app.metrics import rollups, waiting
 from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.reading import run_logged_names, titled, with_logged
 from app.metrics.series import Series
 from app.runs.models import Run
 
@@ -79,8 +81,8 @@ def number(value: float | None) -> str:
     return f"{value:.4g}"
 
 
-def sentence(facts: MetricFacts, with_name: bool) -> str:
-    name = f"{facts.name} " if with_name else ""
+def sentence(facts: MetricFacts, with_name: bool, logged: Mapping[str, str]) -> str:
+    name = f"{with_logged(facts.name, logged)} " if with_name else ""
     return (f"{name}last {number(facts.last)} at step {facts.last_step}, "
             f"min {number(facts.low)}, max {number(facts.high)} ({facts.points} points)")
 
@@ -88,6 +90,7 @@ def sentence(facts: MetricFacts, with_name: bool) -> str:
 def chart_summaries(db: Session, run: Run) -> list[dict[str, str]]:
     """[{key, title, text}] for each chart the run page draws, in the page's order."""
     facts = metric_facts(db, run)
+    logged = run_logged_names(run.metric_reading)  # the keys renamed metrics were logged as
     out = []
     for panel in PANELS:
         primary, secondary = names_for(panel, sorted(facts))
@@ -95,6 +98,7 @@ def chart_summaries(db: Session, run: Run) -> list[dict[str, str]]:
         if not names:
             continue
         several = len(names) > 1
-        text = "; ".join(sentence(facts[n], several) for n in names)
-        out.append({"key": panel.key, "title": panel.title, "text": f"{text}."})
+        text = "; ".join(sentence(facts[n], several, logged) for n in names)
+        out.append({"key": panel.key, "title": titled(panel.title, names, logged),
+                    "text": f"{text}."})
     return out

@@ -16,7 +16,7 @@ live run carries no polling trigger: polling stops.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
@@ -41,6 +41,7 @@ from app.core.db import SessionDep
 from app.core.templating import templates
 from app.health.api import sort_findings
 from app.health.service import findings_for
+from app.metrics.reading import Reading, with_logged
 from app.metrics.rollups import chart_data
 from app.metrics.series import Series
 from app.runs.lifecycle import is_live
@@ -98,8 +99,8 @@ def choose_metrics(runs: Sequence[Run], asked: Sequence[str]) -> tuple[list[str]
     return available, chosen[:MAX_METRICS]
 
 
-def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series]]
-            ) -> dict[str, Any]:
+def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series]],
+            logged: Mapping[str, str] | None = None) -> dict[str, Any]:
     """One chart: this metric of every run that logged it, one colour per run; NaN/inf are gaps
     in the lines and red markers on a hidden axis (as on the run page). Each trace has a
     ``uid`` so a redraw keeps the legend entries the reader hid (``uirevision``)."""
@@ -120,7 +121,8 @@ def overlay(metric: str, runs: Sequence[Run], series: dict[int, dict[str, Series
                      "customdata": _band_data(s)})
         bad += [(f"#{run.id} {run.name}", step, nonfinite_kind(v))  # escaped by the trace
                 for step, v in zip(s.steps, s.values, strict=True) if not math.isfinite(v)]
-    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(metric), "font": {"size": 14},
+    title = with_logged(metric, logged or {})  # learning_rate (lr): the key a run logged
+    layout = {**PLAIN_LAYOUT, "title": {"text": plot_text(title), "font": {"size": 14},
                                         "x": 0.02,
                                         "xanchor": "left"},
               # room for the title above, and below for the legend under the "step" title
@@ -186,14 +188,27 @@ def compare_context(db: SessionDep, runs: list[Run], asked: Sequence[str],
     settings, so a refreshed control shows what its chart shows."""
     available, chosen = choose_metrics(runs, asked)
     series = read_series(db, runs, chosen)
+    logged = compared_logged_names(runs)
     findings = {r.id: [f for f in sort_findings(findings_for(db, r.id)) if f.active]
                 for r in runs}
-    return {"runs": runs, "available": available, "chosen": chosen,
-            "charts": [{"metric": m, "figure": overlay(m, runs, series)} for m in chosen],
+    return {"runs": runs, "available": available, "chosen": chosen, "logged": logged,
+            "charts": [{"metric": m, "figure": overlay(m, runs, series, logged)}
+                       for m in chosen],
             "findings": findings, "differences": spec_differences([r.spec for r in runs]),
             "colors": COLORS, "ids": ",".join(str(r.id) for r in runs),
             "live": any(is_live(r) for r in runs), "live_url": live_query(runs, asked),
             "refresh": REFRESH_SECONDS, "run_axes": run_axes(runs), "view": view}
+
+
+def compared_logged_names(runs: Sequence[Run]) -> dict[str, str]:
+    """Canonical name -> every key the compared runs logged it as (``lr, LR``)."""
+    pairs = {(key, name) for run in runs
+             for key, name in Reading.from_json(run.metric_reading).renames.items()}
+    keys: dict[str, list[str]] = {}
+    for key, name in sorted(pairs):
+        if key != name:
+            keys.setdefault(name, []).append(key)
+    return {name: ", ".join(found) for name, found in keys.items()}
 
 
 def run_axes(runs: Sequence[Run]) -> dict[str, dict[str, float | None]]:

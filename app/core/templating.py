@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.core.assets import asset
 from app.core.resources import data_path
+from app.metrics.reading import logged_names, with_logged
 
 
 def duration(seconds: float | None) -> str:
@@ -84,6 +86,12 @@ def to_json_attr(value: Any) -> str:
                           default=str)
 
 
+def beside_logged(name: str, read_as: Mapping[str, str]) -> str:
+    """``learning_rate (lr)``: a canonical name with the key(s) the run logged it as
+    (``read_as``: key -> name, the run's renames), so the user finds their own name."""
+    return with_logged(name, logged_names(read_as))
+
+
 def with_toast(response: Response, words: str) -> Response:
     """Confirm an htmx action: static/pages.js shows ``words`` in the page's toast."""
     response.headers["HX-Trigger"] = json.dumps({"toast": words})  # ASCII-escaped: a header
@@ -95,4 +103,4 @@ def with_toast(response: Response, words: str) -> Response:
 templates = Jinja2Templates(directory=str(data_path("templates")))
 templates.env.globals["asset"] = asset  # content-hashed static URLs (app/core/assets.py)
 templates.env.filters.update(duration=duration, when=when, num=num, iso=iso, json_attr=to_json_attr,
-                             steps=steps)
+                             steps=steps, beside_logged=beside_logged)

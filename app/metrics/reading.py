@@ -131,3 +131,34 @@ def read_rows(rows: list[Row], reading: Reading,
     if not reading.renames or reading.renames.keys().isdisjoint(keys):
         return rows, reading
     return rename_rows(rows, dict(reading.renames)), reading
+
+
+def logged_names(renames: Mapping[str, str]) -> dict[str, str]:
+    """Canonical name -> the key(s) a run logged it as (``{"learning_rate": "lr"}``), from a
+    reading's ``renames``: what the pages show beside a renamed key's canonical name, so the
+    user still finds the name they logged (issue 56)."""
+    keys: dict[str, list[str]] = {}
+    for key, name in sorted(renames.items()):
+        if key != name:
+            keys.setdefault(name, []).append(key)
+    return {name: ", ".join(found) for name, found in keys.items()}
+
+
+def run_logged_names(metric_reading: Any) -> dict[str, str]:
+    """``logged_names`` of a run's stored reading (``runs.metric_reading``)."""
+    return logged_names(Reading.from_json(metric_reading).renames)
+
+
+def with_logged(name: str, logged: Mapping[str, str]) -> str:
+    """``learning_rate (lr)`` for a renamed key, else the name as it is."""
+    return f"{name} ({logged[name]})" if name in logged else name
+
+
+def titled(title: str, names: list[str], logged: Mapping[str, str]) -> str:
+    """A chart's title with the keys its renamed metrics were logged as:
+    ``Learning rate (logged as lr)``, ``Reward (train and eval; logged as mean_reward)``."""
+    keys = [logged[n] for n in names if n in logged]
+    if not keys:
+        return title
+    said = f"logged as {', '.join(keys)}"
+    return f"{title[:-1]}; {said})" if title.endswith(")") else f"{title} ({said})"

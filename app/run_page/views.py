@@ -26,6 +26,7 @@ from app.health.service import findings_for
 from app.launch.smoke import smoke_context
 from app.listing import views as list_views
 from app.metrics import samples
+from app.metrics.reading import run_logged_names
 from app.metrics.rollups import chart_data
 from app.run_page import removal
 from app.run_page.devices import devices_panel
@@ -79,7 +80,8 @@ def _charts_context(db: SessionDep, run: Run, findings: Sequence[FindingRecord])
     marks = chart_marks(run, findings)
     kept = samples.load(db, run.id)  # the system charts' samples, each at its time
     return {**_run_context(run, db),
-            "charts": run_figures(data.series, marks, monitor_only(run.spec), kept, budget),
+            "charts": run_figures(data.series, marks, monitor_only(run.spec), kept, budget,
+                                  run_logged_names(run.metric_reading)),
             "after": data.last_step, "after_ms": kept.times[-1] if kept.times else 0,
             "versions": versions(run, marks), "max_points": budget}
 
