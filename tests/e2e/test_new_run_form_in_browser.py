@@ -1,7 +1,8 @@
 """The new-run form in a real browser at 1440x900 (issue 56): the first screen holds what every
 run needs (preset, model, dataset, rewards, group size) and the Launch / Dry run / Smoke test
 buttons; the rest is folded into sections that open by themselves where a field has an error
-and say in their summary what a preset or clone changed from the defaults."""
+and say in their summary what a preset or clone changed from the defaults. A refused form keeps
+the chosen preset."""
 
 from __future__ import annotations
 
@@ -69,3 +70,14 @@ def test_a_preset_names_what_it_changed_in_the_folded_summaries(desk: Page,
     expect(desk.locator("#f-max_steps")).to_have_value("40")  # inside, folded, and sent
     expect(desk.locator("#f-max_steps")).to_be_hidden()
 
+
+def test_a_refused_form_keeps_the_chosen_preset(desk: Page, live: Stack) -> None:
+    desk.goto(f"{live.url}/runs/new")
+    desk.select_option("#f-preset", "reward-hacking")
+    desk.wait_for_url("**/runs/new?preset=reward-hacking")
+    desk.fill("#f-num_generations", "1")
+    desk.click("#launch")
+    expect(desk.locator("#form-errors")).to_contain_text("num_generations")
+    expect(desk.locator("#f-preset")).to_have_value("reward-hacking")
+    expect(desk.locator("#preset-description")).to_contain_text("weight 0")
+    expect(desk.locator("#f-reward_1_name")).to_have_value("unit_tests")
