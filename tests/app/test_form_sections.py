@@ -1,7 +1,7 @@
 """The new-run form's folded sections (issue 56), as the server renders them: every field sits
 in the one section ``app/launch/sections.py`` declares for it (that declaration decides which
-section an error opens), an error opens its section and no other, and a summary names what a
-clone changed from the defaults."""
+section an error opens), an error opens its section and no other, a summary names what a clone
+changed from the defaults, and how to allow custom rewards is for admins to read."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from app.launch.form import spec_to_form
 from app.launch.sections import ESSENTIALS, SECTIONS, section_states
 from grpodeck.contract.spec import RunSpec
 from tests.app.conftest import html, one, queued_run
+from tests.app.test_auth import login, make_user
 from tests.app.test_clone import submitted
 from tests.conftest import tiny_spec
 
@@ -73,4 +74,22 @@ def test_a_summary_says_a_clones_alert_destinations_were_withheld() -> None:
                            "seed": "1", "epsilon": "0.3", "logging_steps": "1.0"}, {})
     assert many["training"].text == ("changed: max_steps 30, learning_rate 1, beta 0, "
                                      "epsilon 0.3, and 1 more")  # logging_steps 1.0 is 1
+
+
+def test_a_normal_account_gets_a_plain_line_about_custom_rewards(client: TestClient) -> None:
+    make_user("someone@example.com")
+    assert login(client, "someone@example.com").status_code == 303
+    page = client.get("/runs/new").text
+    line = one(page, "#custom-rewards-help").get_text()
+    assert "tests.rewards.custom_reward:shout" in line  # what may be used, for everyone
+    shown = line + one(page, "#custom-rewards").decode()  # the line and the choices offered
+    assert "GRPODECK_CUSTOM_REWARDS" not in shown and "entry point" not in shown
+
+
+def test_an_admin_reads_how_to_allow_custom_rewards(client: TestClient) -> None:
+    make_user("admin@example.com", admin=True)
+    assert login(client, "admin@example.com").status_code == 303
+    page = client.get("/runs/new").text
+    assert "GRPODECK_CUSTOM_REWARDS" in one(page, "#custom-rewards-help").get_text()
+    assert "(GRPODECK_CUSTOM_REWARDS)" in one(page, "#custom-rewards").decode()  # the source
 
