@@ -1,7 +1,8 @@
 """The new-run form's folded sections (issue 56), as the server renders them: every field sits
 in the one section ``app/launch/sections.py`` declares for it (that declaration decides which
 section an error opens), an error opens its section and no other, a summary names what a clone
-changed from the defaults, and how to allow custom rewards is for admins to read."""
+changed from the defaults, and what only admins read (how to allow custom rewards, the alert
+settings link in the navigation) stays theirs."""
 
 from __future__ import annotations
 
@@ -93,3 +94,15 @@ def test_an_admin_reads_how_to_allow_custom_rewards(client: TestClient) -> None:
     assert "GRPODECK_CUSTOM_REWARDS" in one(page, "#custom-rewards-help").get_text()
     assert "(GRPODECK_CUSTOM_REWARDS)" in one(page, "#custom-rewards").decode()  # the source
 
+
+def test_the_alert_settings_link_is_in_the_navigation_for_admins_only(
+        client: TestClient) -> None:
+    """Development mode's one local user is the admin; a normal account never sees it."""
+    assert one(client.get("/runs").text, "header nav a[href='/settings/alerts']")
+    make_user("someone@example.com")
+    make_user("admin@example.com", admin=True)
+    assert login(client, "someone@example.com").status_code == 303
+    assert html(client.get("/runs").text).select("header nav a[href='/settings/alerts']") == []
+    assert login(client, "admin@example.com").status_code == 303
+    link = one(client.get("/runs").text, "header nav a[href='/settings/alerts']")
+    assert link.get_text() == "Alert settings"

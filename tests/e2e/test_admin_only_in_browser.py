@@ -1,6 +1,7 @@
 """What only an admin reads, in a real browser on a stack that requires login (issue 56): how
 to configure custom rewards (``GRPODECK_CUSTOM_REWARDS``, the entry point group) on the new-run
-form. A normal account gets a plain line."""
+form, and the alert destinations settings in the navigation. A normal account gets a plain line
+on the form and no settings link."""
 
 from __future__ import annotations
 
@@ -72,3 +73,18 @@ def test_an_admin_reads_how_to_allow_custom_rewards(admin_page: Page, locked: St
     expect(help_line).to_contain_text("GRPODECK_CUSTOM_REWARDS")
     expect(help_line).to_contain_text("entry point group grpodeck.rewards")
 
+
+def test_a_normal_account_has_no_alert_settings_link(user_page: Page, locked: Stack) -> None:
+    user_page.goto(f"{locked.url}/runs")
+    expect(user_page.locator("header nav")).to_contain_text("Datasets")  # the bar is drawn
+    expect(user_page.locator("header nav a[href='/settings/alerts']")).to_have_count(0)
+
+
+def test_an_admin_finds_the_alert_settings_in_the_navigation(admin_page: Page,
+                                                             locked: Stack) -> None:
+    admin_page.goto(f"{locked.url}/runs")
+    link = admin_page.locator("header nav a[href='/settings/alerts']")
+    expect(link).to_have_text("Alert settings")
+    link.click()
+    admin_page.wait_for_url("**/settings/alerts")
+    expect(admin_page.locator("h1")).to_have_text("Alert destinations")
