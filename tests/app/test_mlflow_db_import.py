@@ -115,3 +115,16 @@ def test_diagnose_names_the_runs_of_a_store_it_cannot_read_as_one(
 
     with pytest.raises(LogFormatError, match="3 MLflow runs .*healthy-run"):
         load_log(store[0])
+
+
+def test_diagnose_reads_a_store_of_one_run(store: tuple[Path, str], tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    one = tmp_path / "mlflow.db"
+    shutil.copy(store[0], one)
+    with sqlite3.connect(one) as db:  # as MlflowClient.delete_run leaves the others
+        db.execute("UPDATE runs SET lifecycle_stage = 'deleted' WHERE name != 'healthy-run'")
+    done = CliRunner().invoke(cli, ["diagnose", str(one)])
+    assert done.exit_code == 0, done.output
+    assert "Read: mlflow_db, 120 steps" in done.output and "HEALTHY" in done.output
