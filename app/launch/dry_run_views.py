@@ -18,6 +18,7 @@ from app.dryruns import service
 from app.dryruns.api import DEFAULT_PROMPTS, dry_run_or_404
 from app.dryruns.models import DryRun
 from app.launch import smoke
+from app.launch.answers import Answers, parent_finding
 from app.launch.form import validate_form
 from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
@@ -68,15 +69,17 @@ async def create_dry_run(request: Request, db: SessionDep, identity: CurrentIden
 async def create_smoke_test(request: Request, db: SessionDep,
                             identity: CurrentIdentity) -> Response:
     """A smoke test of the form's spec; a clone's smoke test remembers the run it was cloned
-    from (its page diffs the two; a fix's opens the pair on the compare page)."""
+    from (its page diffs the two; a fix's opens the pair on the compare page) and a fix's the
+    finding it answers."""
     parent = parent_of_form(db, (await request.form()).get("parent_id"))
     spec, form, errors = await _spec_from_form(request, identity, parent)
+    answers = Answers.of(parent_finding(db, parent, form.get("fix")))
     if spec is None:
         return _refused_form(request, form, errors, parent)
     try:
         run = await run_in_threadpool(smoke.launch_smoke, db, spec,
                                       smoke.smoke_steps(form.get("smoke_steps")),
-                                      identity.user_id, parent.id if parent else None)
+                                      identity.user_id, parent.id if parent else None, answers)
     except LaunchRefused as refused:
         return _refused_form(request, form, refused.form_errors(), parent)
     return RedirectResponse(after_launch(run, parent, form), status_code=303)

@@ -10,6 +10,7 @@ import logging
 from sqlalchemy.orm import Session
 
 from app.launch import gate, launcher
+from app.launch.answers import Answers
 from app.runs import lifecycle, service
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
@@ -19,16 +20,18 @@ log = logging.getLogger(__name__)
 
 def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
            parent_id: int | None = None, smoke_full_steps: int | None = None,
-           sweep_id: str | None = None) -> Run:
+           sweep_id: str | None = None, answers: Answers | None = None) -> Run:
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
     test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
-    belongs to. Raises ``gate.LaunchRefused`` (nothing stored) when the deployment cannot run the
+    belongs to; ``answers``: the finding a "Try this fix" run answers. Raises ``gate.LaunchRefused`` (nothing stored) when the deployment cannot run the
     spec: every entrance answers it as its own field errors."""
     gate.check(spec)
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
     run.sweep_id = sweep_id
+    if answers is not None:
+        run.answers_finding_id, run.answers_category = answers.finding_id, answers.category
     db.commit()
     try:
         run.task_id = launcher.enqueue(run, ticket)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.auth.identity import CurrentIdentity, Identity
 from app.core.db import SessionDep
 from app.core.templating import templates
+from app.launch.answers import Answers
 from app.launch.gate import LaunchRefused
 from app.launch.launch import launch
 from app.launch.ownership import own_spec
@@ -51,11 +52,12 @@ def smoke_steps(raw: str | None) -> int:
 
 
 def launch_smoke(db: Session, spec: RunSpec, steps: int, created_by: int | None,
-                 parent_id: int | None = None) -> Run:
-    """``parent_id``: the run the form cloned (a smoke test of a clone or of a fix)."""
+                 parent_id: int | None = None, answers: Answers | None = None) -> Run:
+    """``parent_id``: the run the form cloned (a smoke test of a clone or of a fix);
+    ``answers``: the finding a fix's smoke test answers (its full run answers it too)."""
     smoke = spec.model_copy(update={"max_steps": min(steps, spec.max_steps)})
     return launch(db, smoke, created_by=created_by, smoke_full_steps=spec.max_steps,
-                  parent_id=parent_id)
+                  parent_id=parent_id, answers=answers)
 
 
 def launch_full(db: Session, smoke: Run, identity: Identity) -> Run:
@@ -63,7 +65,8 @@ def launch_full(db: Session, smoke: Run, identity: Identity) -> Run:
     owner, without the owner's alert destinations."""
     spec = RunSpec.model_validate({**own_spec(smoke.spec, smoke, identity),
                                    "max_steps": smoke.smoke_full_steps})
-    return launch(db, spec, created_by=identity.user_id, parent_id=smoke.id)
+    return launch(db, spec, created_by=identity.user_id, parent_id=smoke.id,
+                  answers=Answers.carried(smoke))
 
 
 def _finite(values: list[float]) -> list[float]:

@@ -17,7 +17,7 @@ from app.core.templating import templates
 from app.datasets.store import list_names
 from app.diagnostics.fixes import Proposal, propose
 from app.dryruns.api import dry_run_or_404
-from app.health.models import FindingRecord
+from app.launch.answers import Answers, fix_name, parent_finding
 from app.launch.capabilities import worker_reports
 from app.launch.fix_preview import group_size_preview
 from app.launch.form import LABELS, error_summary, reward_row_count, spec_to_form, validate_form
@@ -91,11 +91,9 @@ def fix_of(db: SessionDep, parent: Run | None, raw: int | None) -> Proposal | No
     """``?fix=FINDING`` ("Try this fix" on a finding of the parent run): that finding's settings
     fix, computed here from the stored finding and the parent's spec (never from the URL); a
     404 for a finding of another run, a 409 for one whose category has no settings fix."""
-    if raw is None:
+    record = parent_finding(db, parent, raw)
+    if record is None or parent is None:
         return None
-    record = db.get(FindingRecord, raw) if 0 < raw < 2**31 else None
-    if parent is None or record is None or record.run_id != parent.id:
-        raise HTTPException(404, f"finding {raw} is not a finding of the run this form clones")
     proposal = propose(record.category, parent.spec, record.evidence)
     if proposal is None:
         raise HTTPException(409, f"a {record.category.replace('_', ' ')} finding has no change "
@@ -127,7 +125,7 @@ def new_run_form(request: Request, db: SessionDep, identity: CurrentIdentity,
     values = spec_to_form(parent.spec) if parent else _default_values()
     if parent and proposal:
         values = {**spec_to_form(proposal.apply(parent.spec)), "smoke_steps": SMOKE_STEPS,
-                  "fix": fix}
+                  "fix": fix, "name": fix_name(parent.name, proposal)}
     if preset:
         values = _preset_values(preset)
     if dry_run is not None:  # "Edit the spec" on a dry run's page
@@ -153,11 +151,13 @@ def fix_preview(db: SessionDep, parent: Run | None, proposal: Proposal | None
 async def create_run(request: Request, db: SessionDep, identity: CurrentIdentity) -> Response:
     form = {k: str(v) for k, v in (await request.form()).items()}
     parent = parent_of_form(db, form.get("parent_id"))
+    answers = Answers.of(parent_finding(db, parent, form.get("fix")))
     spec, errors = validate_form(with_parent_secrets(form, parent, parent and parent.spec, identity))
     if spec is not None:
         try:  # the launch gate resolves hosts and asks the workers: off the event loop
             run = await run_in_threadpool(launch, db, spec, created_by=identity.user_id,
-                                          parent_id=parent.id if parent else None)
+                                          parent_id=parent.id if parent else None,
+                                          answers=answers)
             return RedirectResponse(after_launch(run, parent, form), status_code=303)
         except LaunchRefused as refused:
             errors = refused.form_errors()

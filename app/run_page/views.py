@@ -23,6 +23,7 @@ from app.health.api import coverage, group_by_category, sort_findings
 from app.health.links import finding_links
 from app.health.models import FindingRecord
 from app.health.service import findings_for
+from app.launch.answers import answered
 from app.launch.smoke import smoke_context
 from app.listing import views as list_views
 from app.metrics import samples
@@ -40,10 +41,11 @@ from app.runs.progress import progress
 
 router = APIRouter(include_in_schema=False)
 def _lineage_context(db: SessionDep, run: Run) -> dict[str, Any]:
-    """The run's parent (if it was cloned) and what changed from it."""
+    """The run's parent (if it was cloned), what changed from it, and the finding it answers
+    (a "Try this fix" run)."""
     parent = service.get_run(db, run.parent_id) if run.parent_id else None
     changes = spec_changes(parent.spec, run.spec) if parent else []
-    return {"parent": parent, "changes": changes}
+    return {"parent": parent, "changes": changes, "answers": answered(db, run)}
 
 
 def _run_context(run: Run, db: SessionDep | None = None) -> dict[str, Any]:

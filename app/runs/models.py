@@ -59,6 +59,10 @@ class Run(Base):
     # The run this one was cloned from ("New run from this one"); its page diffs the two specs.
     parent_id: Mapped[int | None] = mapped_column(
         ForeignKey("runs.id", ondelete="SET NULL"), index=True)
+    # The finding a "Try this fix" run answers (app/launch/answers.py): its id (no foreign key:
+    # findings go with their run, and this run still says what it tried) and its category.
+    answers_finding_id: Mapped[int | None] = mapped_column(Integer)
+    answers_category: Mapped[str | None] = mapped_column(String(40))
     note: Mapped[str | None] = mapped_column(Text)
     archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
     # A smoke test runs a few steps of a spec; this is the max_steps of the full run it offers.

@@ -58,7 +58,9 @@ def test_try_this_fix_launches_a_smoke_test_and_compares_the_pair(desk: Page,  #
     finding.get_by_role("link", name="Try this fix").click()
 
     expect(page).to_have_url(re.compile(rf"/runs/new\?from={before}&fix=\d+$"))
+    finding_id = int(page.url.rsplit("=", 1)[1])
     expect(page.locator("#f-num_generations")).to_have_value("4")
+    expect(page.locator("#f-name")).to_have_value("too hard · fix: num_generations 2→4")
     change = page.locator('#fix-changes tr[data-key="num_generations"] td')
     expect(change).to_have_text(["2", "4"])
     assert serious_violations(page) == []
@@ -70,6 +72,11 @@ def test_try_this_fix_launches_a_smoke_test_and_compares_the_pair(desk: Page,  #
     expect(page.locator(f"#compare-run-{after}")).to_be_visible()
     spec = httpx.get(f"{live.url}/api/runs/{after}").json()["spec"]
     assert (spec["num_generations"], spec["max_steps"]) == (4, 5)  # a smoke test of the fix
+    page.goto(f"{live.url}/runs/{after}")  # it says which finding it answers, and links back
+    answers = page.locator("#answers-finding")
+    expect(answers).to_contain_text(f"zero reward spread #{finding_id} of run #{before}")
+    answers.get_by_role("link", name=f"zero reward spread #{finding_id}").click()
+    expect(page).to_have_url(f"{live.url}/runs/{before}#finding-{finding_id}")
     # launched is what this test is about: stop it so the shared worker is free for the others
     assert httpx.post(f"{live.url}/api/runs/{after}/cancel").status_code == 200
     live.wait_for(after, TERMINAL)
