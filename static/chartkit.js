@@ -77,6 +77,30 @@ window.ChartKit = (function () {
     return values.map(function (v) { return emaStep(state, v, w); });
   }
 
+  // Steps are whole: where plotly's own ticks on a step axis fall between steps (1, 1.5, 2 over
+  // a run's first steps, or zoomed in), the axis ticks on every step instead, and goes back to
+  // plotly's spacing once its range is wide again (WHOLE_SPAN steps). ``isSteps(el)``: whether
+  // the chart's x axis holds steps now (not times or percents). Checked after every draw.
+  var WHOLE_SPAN = 12;
+  function wholeStepTicks(el, isSteps) {
+    if (el._wholeTicks) return;
+    el._wholeTicks = true;
+    var check = function () {
+      var axis = el._fullLayout && el._fullLayout.xaxis;
+      if (!axis || !axis.range || !el.layout) return;
+      var forced = !!(el.layout.xaxis && el.layout.xaxis.dtick === 1);
+      var steps = isSteps(el) && axis.type === "linear";
+      var span = Math.abs(axis.range[1] - axis.range[0]);
+      if (steps && !forced && axis.dtick < 1) {
+        Plotly.relayout(el, { "xaxis.tickmode": "linear", "xaxis.tick0": 0, "xaxis.dtick": 1 });
+      } else if (forced && (!steps || span > WHOLE_SPAN)) {
+        Plotly.relayout(el, { "xaxis.tickmode": "auto", "xaxis.tick0": null, "xaxis.dtick": null });
+      }
+    };
+    el.on("plotly_afterplot", check);
+    check();  // the first draw is over already
+  }
+
   return { seriesTraces: seriesTraces, emaState: emaState, emaStep: emaStep, ema: ema, debounce: debounce, fetchRange: fetchRange,
-           RAW_HOVER: RAW_HOVER, BAND_HOVER: BAND_HOVER };
+           wholeStepTicks: wholeStepTicks, RAW_HOVER: RAW_HOVER, BAND_HOVER: BAND_HOVER };
 })();

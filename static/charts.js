@@ -283,6 +283,7 @@
 
   function wire(el) {
     if (el.layout && el.layout.meta && el.layout.meta.byte_ticks) wireByteTicks(el);
+    ChartKit.wholeStepTicks(el, function (c) { return !onClock(c); });
     if (el._wired) return;
     el._wired = true;
     el.on("plotly_relayout", function (ev) {

@@ -119,6 +119,7 @@ window.CompareView = (function () {
     el._figure = fig;
     var out = compose(fig, el.dataset.metric);
     Plotly.react(el, out.data, out.layout, { responsive: true, displaylogo: false });
+    ChartKit.wholeStepTicks(el, function () { return state.x === "step"; });
     syncTools(el.closest(".compare-box"), el.dataset.metric);
   }
 

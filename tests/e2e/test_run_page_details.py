@@ -137,3 +137,42 @@ def test_an_artifact_is_deleted_from_its_tab_after_a_confirm(desk: Page, live: S
     assert [a["name"] for a in listed] == ["keep.bin"]
     gone = httpx.get(f"{live.url}/api/runs/{run_id}/artifacts/{ids[1]}/file")
     assert gone.status_code == 404
+
+
+TICKS = "(id) => document.getElementById(id)._fullLayout.xaxis._vals.map((t) => t.x)"
+
+
+def test_step_axes_tick_on_whole_steps(desk: Page, live: Stack) -> None:
+    """Issue 56 (8b): a run's first steps ticked at 1.2, 1.4 ... on the run page and the compare
+    page; steps are whole, so the step axis ticks on whole steps, also zoomed in, and still
+    chooses its own spacing over a long range."""
+    run_id, headers = reporting_run(live, name="few-steps")
+    other, other_headers = reporting_run(live, name="few-steps-too")
+    for rid, hdr in ((run_id, headers), (other, other_headers)):
+        post_rows(live, rid, hdr, [{"step": s, "metrics": {"reward": 0.1 * s, "loss": 1.0}}
+                                   for s in (1, 2, 3)])
+    desk.goto(f"{live.url}/runs/{run_id}")
+    expect(desk.locator("#chart-reward .main-svg").first).to_be_visible()
+    desk.wait_for_function("() => document.getElementById('chart-reward')._fullLayout"
+                           ".xaxis._vals.length > 1")
+    ticks = desk.evaluate(TICKS, "chart-reward")
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    desk.goto(f"{live.url}/runs/compare?ids={run_id},{other}")
+    expect(desk.locator("#compare-1 .main-svg").first).to_be_visible()
+    ticks = desk.evaluate(TICKS, "compare-1")
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+    long_run, headers = reporting_run(live, name="many-steps")
+    post_rows(live, long_run, headers, [{"step": s, "metrics": {"reward": 0.1, "loss": 1.0}}
+                                        for s in range(1, 201)])
+    desk.goto(f"{live.url}/runs/{long_run}")
+    expect(desk.locator("#chart-loss .main-svg").first).to_be_visible()
+    spacing = "(id) => document.getElementById(id)._fullLayout.xaxis.dtick"
+    assert desk.evaluate(spacing, "chart-loss") >= 20  # plotly's own spacing
+    desk.evaluate("Plotly.relayout('chart-loss', {'xaxis.range': [100.2, 102.8]})")
+    desk.wait_for_function(f"() => ({TICKS})('chart-loss').every(Number.isInteger)"
+                           " && document.getElementById('chart-loss')._fullLayout.xaxis.range[0]"
+                           " === 100.2")
+    assert desk.evaluate(TICKS, "chart-loss") == [101, 102]  # zoomed in: every step
+    desk.evaluate("Plotly.relayout('chart-loss', {'xaxis.autorange': true})")
+    desk.wait_for_function(f"() => ({spacing})('chart-loss') >= 20")  # wide again: its own
