@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from app.core.db import SessionDep
+from app.diagnostics.coverage import not_applicable
 from app.health import stability, state_cache
 from app.health.models import FindingRecord
 from app.health.service import findings_for
@@ -25,7 +26,8 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
     """Active findings, worst first; `include_resolved` adds ones that no longer hold.
 
     Coverage: `metrics` are the canonical names the checks read, `unchecked` maps each check
-    that could not run to the metric it needs, `reason` says why the verdict is unknown;
+    that did not run to the metric it needs, `not_applicable` those of them the run's settings
+    rule out to why (no eval split, beta 0, no GPU), `reason` says why the verdict is unknown;
     `read_as` maps each key the run sent under another name to the name it was read as
     (`vocabulary`: the trainer whose names were recognised, null for TRL's own)."""
     run = run_or_404(db, run_id)
@@ -36,14 +38,17 @@ def findings(run_id: int, db: SessionDep, include_resolved: bool = False) -> dic
 
 
 def coverage(db: Session, run: Run) -> dict[str, Any]:
-    """{metrics, unchecked, reason} of the run's latest diagnosis (empty before any data), and
-    how its keys were read: ``vocabulary`` and ``read_as`` (key sent -> canonical name read)."""
+    """{metrics, unchecked, not_applicable, reason} of the run's latest diagnosis (empty before
+    any data), and how its keys were read: ``vocabulary`` and ``read_as`` (key sent ->
+    canonical name read)."""
     reading = Reading.from_json(run.metric_reading)
     read = {"vocabulary": reading.vocabulary, "read_as": dict(sorted(reading.renames.items()))}
     diagnosis = state_cache.current_diagnosis(db, run)
     if diagnosis is None:
-        return {"metrics": [], "unchecked": {}, "reason": None, **read}
+        return {"metrics": [], "unchecked": {}, "not_applicable": {}, "reason": None, **read}
     return {"metrics": diagnosis.metrics, "unchecked": diagnosis.unchecked,
+            "not_applicable": not_applicable(diagnosis.unchecked, run.spec or {},
+                                             run.metric_names or []),
             "reason": diagnosis.reason, **read}
 
 

@@ -41,7 +41,7 @@ def test_the_run_page_and_api_say_what_was_checked_and_what_not(client: TestClie
     checked = one(page, "#coverage-checked").get_text()
     assert checked.startswith("checked: ") and "reward" in checked and "entropy" in checked
     unchecked = one(page, "#coverage-unchecked").get_text()
-    assert "could not check: " in unchecked
+    assert "not run, for lack of data: " in unchecked
     assert "zero spread (needs frac_reward_zero_std or reward_std or reward_max)" in unchecked
 
 
