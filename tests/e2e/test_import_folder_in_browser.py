@@ -75,3 +75,28 @@ def test_a_form_with_neither_a_file_nor_a_folder_says_so(page: Page, live: Stack
     page.goto(f"{live.url}/runs/import")
     page.click("#import")
     expect(page.locator("#import-error")).to_contain_text("Choose a log file")
+
+
+def test_a_run_folder_goes_without_its_model_weights(page: Page, live: Stack,
+                                                     tmp_path: Path) -> None:
+    """A TRL output folder's checkpoints hold the model (gigabytes: past the upload limit);
+    no log needs them, so the page leaves them out of the upload, as ``grpodeck import --url``
+    does, and says so; the saved arguments (``training_args.bin``) go."""
+    from tests.conftest import write_trainer_state
+
+    checkpoint = tmp_path / "qwen-gsm8k" / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    write_trainer_state(checkpoint / "trainer_state.json", range(1, 5), reward=0.5)
+    weights = 2 * 1024 * 1024
+    (checkpoint / "model.safetensors").write_bytes(b"\x00" * weights)
+    (checkpoint / "optimizer.pt").write_bytes(b"\x00" * weights)
+    page.goto(f"{live.url}/runs/import")
+    page.set_input_files("#f-folder", str(tmp_path / "qwen-gsm8k"))
+    expect(page.locator("#folder-note")).to_have_text(
+        "2 model weight files left out (no log needs them)")
+    with page.expect_request(lambda r: r.method == "POST") as sent:
+        page.click("#import")
+    size = int(sent.value.header_value("content-length") or 0)  # the body as sent
+    assert 0 < size < weights, size
+    page.wait_for_url(re.compile(r".*/runs/\d+$"))
+    expect(page.locator("h1")).to_contain_text("qwen-gsm8k")
