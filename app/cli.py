@@ -57,6 +57,25 @@ def node_name(name: str | None = None) -> str:
     return name if "@" in name else f"{name}@%h"
 
 
+# What the ``worker`` extra adds (pyproject.toml) and every training imports; the dashboard
+# (``pip install grpodeck``) runs without them.
+TRAINING_STACK = ("torch", "transformers", "trl")
+WORKER_EXTRA = "pip install 'grpodeck[worker]'"
+
+
+def missing_training_stack() -> list[str]:
+    """The training stack's modules this environment lacks (found without importing them)."""
+    from importlib.util import find_spec
+
+    return [name for name in TRAINING_STACK if find_spec(name) is None]
+
+
+def no_worker_line(command: str, missing: list[str]) -> str:
+    """One line: why ``command`` has no worker here and the install that adds one."""
+    return (f"grpodeck {command}: no worker here: {', '.join(missing)} not installed "
+            f"(the worker extra: {WORKER_EXTRA})")
+
+
 def worker_command(concurrency: int | None = None, name: str | None = None) -> list[str]:
     """Without ``concurrency`` the worker decides: one pool process per device slot
     (GRPODECK_DEVICE_SLOTS / GRPODECK_GPUS_PER_RUN), else one. Named by ``node_name``: with
@@ -80,6 +99,9 @@ def worker(concurrency: Annotated[int | None, typer.Option(
     process (exec) rather than running under it: in a container it is then PID 1 and gets
     `docker stop`'s SIGTERM (a warm shutdown), where a Python parent would ignore it (PID 1 has
     no default handlers) until SIGKILL, or die alone and leave Celery running."""
+    if missing := missing_training_stack():  # else Celery starts, then every run fails
+        typer.echo(no_worker_line("worker", missing), err=True)
+        raise typer.Exit(1)
     command = worker_command(concurrency, name)
     os.execv(command[0], command)
 
@@ -102,17 +124,17 @@ def serve_command(host: str, port: int) -> list[str]:
             "--no-migrate"]
 
 
-def _child_environment(host: str, port: int) -> None:
+def _child_environment(host: str, port: int, with_worker: bool = True) -> None:
     """What the children inherit: the worker reaches this web app on the port given here (its
-    heartbeat and the task messages' report URL), the web app expects both background
-    processes, so one that never comes up is reported too (``app.processes``), and the
-    scheduler settles live runs' metrics, so the one web process keeps its CPU for requests."""
+    heartbeat and the task messages' report URL), the web app expects the background
+    processes ``up`` starts, so one that never comes up is reported too (``app.processes``), and
+    the scheduler settles live runs' metrics, so the one web process keeps its CPU for requests."""
     settings = get_settings()  # the environment and .env: an explicit choice is kept
     if settings.report_url is None:
         local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         os.environ["GRPODECK_REPORT_URL"] = f"http://{local}:{port}"
     if not settings.expect_processes:
-        os.environ["GRPODECK_EXPECT_PROCESSES"] = "scheduler,worker"
+        os.environ["GRPODECK_EXPECT_PROCESSES"] = "scheduler,worker" if with_worker else "scheduler"
     if "settle_in" not in settings.model_fields_set:  # the scheduler settles, not the web app
         os.environ["GRPODECK_SETTLE_IN"] = "scheduler"
 
@@ -143,14 +165,21 @@ def _end_workers_runs(trees: dict[str, set[int]]) -> None:
 @cli.command()
 def up(host: str = "127.0.0.1", port: int = 8000) -> None:
     """Dashboard, one worker and the scheduler together, each restarted when it dies (with
-    backoff, logged): the one-command local setup (``app.supervisor``)."""
+    backoff, logged): the one-command local setup (``app.supervisor``). Without the worker
+    extra (``pip install grpodeck`` alone): the dashboard and the scheduler, and one line that
+    says how to add the worker."""
     from app.supervisor import Child, Supervisor
 
     migrate()  # configures logging from alembic.ini (root at WARNING)
     _log_supervision()
     refuse_unsafe_bind(host)
-    _child_environment(host, port)
-    Supervisor([Child("web", serve_command(host, port)), Child("worker", worker_command()),
+    missing = missing_training_stack()
+    if missing:
+        typer.echo(no_worker_line("up", missing) + "; starting the dashboard and the scheduler",
+                   err=True)
+    _child_environment(host, port, with_worker=not missing)
+    worker = [] if missing else [Child("worker", worker_command())]
+    Supervisor([Child("web", serve_command(host, port)), *worker,
                 Child("scheduler", scheduler_command())], after_stop=_end_workers_runs).run()
 
 

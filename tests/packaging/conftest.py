@@ -4,8 +4,9 @@ The build context is what ``docker build`` would send (.dockerignore, read by do
 to what the Dockerfile copies; the wheels come from the Dockerfile's own ``pip wheel`` line run
 there. ``npm ci`` is not rerun: the checkout's node_modules (made by the same ``npm ci --omit=dev``
 in ``make setup``) stands in for it. Venvs are made with uv (from the dev extra): the server venv
-resolves the same requirements as the image's ``pip install``, with torch from the local wheels
-pip is configured with (PIP_FIND_LINKS) so no CUDA build is fetched.
+resolves the same requirements as the worker image's ``pip install`` (the web venv the web
+image's, without the worker extra), with torch from the local wheels pip is configured with
+(PIP_FIND_LINKS) so no CUDA build is fetched.
 """
 
 from __future__ import annotations
@@ -122,11 +123,21 @@ def installed(venv: Path) -> set[str]:
 
 @pytest.fixture(scope="session")
 def server_venv(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The image's runtime install line's requirement, ``grpodeck==0.1.0`` from the wheels."""
+    """The worker image's requirement, ``grpodeck[worker]==0.1.0`` from the wheels: the
+    dashboard and the training stack (what ``make setup`` installs, less the dev tools)."""
     venv = tmp_path_factory.mktemp("server-venv")
     shutil.rmtree(venv)
-    yield new_venv(venv, "grpodeck==0.1.0", find_links=[wheels.folder])
+    yield new_venv(venv, "grpodeck[worker]==0.1.0", find_links=[wheels.folder])
     shutil.rmtree(venv, ignore_errors=True)  # ~1 GB
+
+
+@pytest.fixture(scope="session")
+def web_venv(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The web image's requirement, ``grpodeck==0.1.0`` alone: the dashboard, no worker extra."""
+    venv = tmp_path_factory.mktemp("web-venv")
+    shutil.rmtree(venv)
+    yield new_venv(venv, "grpodeck==0.1.0", find_links=[wheels.folder])
+    shutil.rmtree(venv, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
