@@ -180,7 +180,7 @@ def test_database_password_comes_from_an_env_file_and_containers_run_unprivilege
     assert ".env" in (ROOT / ".gitignore").read_text().split()
     users = [line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines()
              if line.startswith("USER ")]
-    assert users and users[-1] not in {"root", "0"}  # web and worker share the image
+    assert users and all(u.split(":")[0] not in {"root", "0"} for u in users)  # each target
     assert all(s.get("user") not in {"root", "0"} for s in model["services"].values())
     env_less = compose("--env-file", os.devnull, "config", "-q",
                        env={k: v for k, v in os.environ.items() if k != "POSTGRES_PASSWORD"})
@@ -232,6 +232,20 @@ def test_dockerignore_keeps_what_the_dockerfile_copies() -> None:
     for source in sources:
         source = source.rstrip("/")
         assert source == "." or source in sent, f"the Dockerfile copies {source}, .dockerignore drops it"
+
+
+def test_only_the_workers_are_built_with_the_training_stack(model: dict[str, Any]) -> None:
+    """Issue 56: the web app and the scheduler run from the Dockerfile's ``web`` target (no
+    torch, TRL or transformers); workers, and the ``models`` tool (``hf download`` comes with
+    the training stack), from its ``worker`` target."""
+    targets = {name: s["build"].get("target") for name, s in model["services"].items()
+               if "build" in s}
+    assert targets.pop("web") == "web" and targets.pop("scheduler") == "web"
+    assert set(targets) == set(workers(model)) | {"models"}
+    assert set(targets.values()) == {"worker"}, targets
+    stages = {line.split()[-1] for line in (ROOT / "Dockerfile").read_text().splitlines()
+              if line.startswith("FROM ") and " AS " in line}
+    assert {"web", "worker"} <= stages
 
 
 def test_every_service_built_from_the_image_checks_its_own_health(model: dict[str, Any]) -> None:
