@@ -4,13 +4,15 @@
 // for a summarised run) plus the reader's choices, kept here so a live refresh keeps them:
 // * per chart: EMA smoothing (raw lines stay faint) and a log y axis;
 // * for the page: the x axis as step, time since the run started (from the run's mean step
-//   time, compare/views.py), or % of the run's planned steps; and runs hidden or shown.
+//   time, compare/views.py), or % of the run's planned steps; and runs hidden or shown (with
+//   their checkbox, or their legend entry: a click hides the run on every chart, a double
+//   click shows it alone).
 // static/app.js hands the compare charts to CompareView.draw (first draw and live refresh).
 //
-// Smoothing, log y and the x axis live in the page's URL (smooth=reward:0.6,kl:0.9&log=kl&x=time,
-// compare/view_settings.py): read from it at load, written back on every change, and sent with
-// every live poll, so the refreshed fragment's controls are rendered with them and a reload or a
-// shared link shows the same charts.
+// Smoothing, log y, the x axis and the hidden runs live in the page's URL
+// (smooth=reward:0.6,kl:0.9&log=kl&x=time&hide=12, compare/view_settings.py): read from it at
+// load, written back on every change, and sent with every live poll, so the refreshed
+// fragment's controls are rendered with them and a reload or a shared link shows the same charts.
 window.CompareView = (function () {
   "use strict";
   var state = fromUrl(location.search);  // charts: metric -> {smoothing, log}
@@ -33,6 +35,7 @@ window.CompareView = (function () {
       out.charts[metric].log = true;
     });
     if (["time", "percent"].indexOf(params.get("x")) >= 0) out.x = params.get("x");
+    names("hide").forEach(function (id) { if (/^\d+$/.test(id)) out.hidden[id] = true; });
     return out;
   }
 
@@ -44,7 +47,9 @@ window.CompareView = (function () {
       if (c.smoothing > 0) smooth.push(metric + ":" + c.smoothing);
       if (c.log) log.push(metric);
     });
-    return { smooth: smooth.join(","), log: log.join(","), x: state.x === "step" ? "" : state.x };
+    var hide = Object.keys(state.hidden).filter(function (id) { return state.hidden[id]; });
+    return { smooth: smooth.join(","), log: log.join(","), x: state.x === "step" ? "" : state.x,
+             hide: hide.sort(function (a, b) { return a - b; }).join(",") };
   }
 
   function put(params, values) {
@@ -76,6 +81,47 @@ window.CompareView = (function () {
   function runOf(trace) {  // a line's meta is its run id, a band's "band-<id>"
     var m = /^(?:band-)?(\d+)$/.exec(String(trace.meta));
     return m ? m[1] : null;
+  }
+
+  function legendRun(trace) {  // a legend entry's run: its line, or its smoothed line
+    var m = /^(?:smoothed-)?(\d+)$/.exec(String(trace.meta));
+    return m ? m[1] : null;
+  }
+
+  function showHidden() {  // the checkboxes say what the charts show
+    document.querySelectorAll("input.compare-run-shown").forEach(function (box) {
+      box.checked = !state.hidden[box.value];
+    });
+  }
+
+  function hideRuns(change) {
+    change();
+    showHidden();
+    remember();
+    redrawAll();
+    return false;  // not plotly's own toggle: that one hides a line on one chart, unremembered
+  }
+
+  // A legend entry hides its run on every chart (a double click shows it alone, or all again),
+  // as the checkboxes do, and the address keeps it.
+  function wireLegend(el) {
+    if (el._legendWired) return;
+    el._legendWired = true;
+    el.on("plotly_legendclick", function (ev) {
+      var id = legendRun(ev.data[ev.curveNumber]);
+      if (id === null) return true;
+      return hideRuns(function () { state.hidden[id] = !state.hidden[id]; });
+    });
+    el.on("plotly_legenddoubleclick", function (ev) {
+      var id = legendRun(ev.data[ev.curveNumber]);
+      if (id === null) return true;
+      var others = Object.keys(runs()).filter(function (k) { return k !== id; });
+      var alone = !state.hidden[id] && others.every(function (k) { return state.hidden[k]; });
+      return hideRuns(function () {
+        state.hidden = {};
+        if (!alone) others.forEach(function (k) { state.hidden[k] = true; });
+      });
+    });
   }
 
   function chartState(metric) {
@@ -120,6 +166,7 @@ window.CompareView = (function () {
     var out = compose(fig, el.dataset.metric);
     Plotly.react(el, out.data, out.layout, { responsive: true, displaylogo: false });
     ChartKit.wholeStepTicks(el, function () { return state.x === "step"; });
+    wireLegend(el);
     syncTools(el.closest(".compare-box"), el.dataset.metric);
   }
 

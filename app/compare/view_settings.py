@@ -1,9 +1,10 @@
 """The reader's chart settings on the compare page, kept in the URL's query so they survive the
 live refresh (the polled fragment is rendered with them), a reload, and a shared link.
 
-``smooth=reward:0.6,kl:0.9`` (EMA weight per chart), ``log=kl,loss`` (charts with a log y axis)
-and ``x=step|time|percent`` (the page's x axis). static/compare.js writes them into the address
-bar with ``history.replaceState`` and adds them to every live poll.
+``smooth=reward:0.6,kl:0.9`` (EMA weight per chart), ``log=kl,loss`` (charts with a log y axis),
+``x=step|time|percent`` (the page's x axis) and ``hide=12,15`` (the runs hidden, by id: with
+their checkbox or their legend entry). static/compare.js writes them into the address bar with
+``history.replaceState`` and adds them to every live poll.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class ViewSettings:
     smoothing: dict[str, float] = field(default_factory=dict)
     log: frozenset[str] = frozenset()
     x: str = "step"
+    hidden: frozenset[int] = frozenset()
 
     def query(self) -> dict[str, str]:
         """The non-default settings as query parameters (for the fragment's URL)."""
@@ -35,6 +37,8 @@ class ViewSettings:
             out["log"] = ",".join(sorted(self.log))
         if self.x != "step":
             out["x"] = self.x
+        if self.hidden:
+            out["hide"] = ",".join(str(i) for i in sorted(self.hidden))
         return out
 
 
@@ -67,9 +71,18 @@ def _smoothing(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
+def _hidden(items: Sequence[str]) -> frozenset[int]:
+    """``hide``'s run ids (a run not compared is harmless: nothing to hide)."""
+    bad = [item for item in items if not (item.isdigit() and len(item) <= 18)]
+    if bad:
+        raise HTTPException(400, f"hide must be run ids, not {bad[0][:20]!r}")
+    return frozenset(int(item) for item in items)
+
+
 def parse_view(params: QueryParams) -> ViewSettings:
     """The settings in a compare URL; a malformed one is a clear 400, not silently dropped."""
     x = params.get("x") or "step"
     if x not in X_AXES:
         raise HTTPException(400, f"x must be one of {', '.join(X_AXES)}, not {x[:20]!r}")
-    return ViewSettings(_smoothing(_names(params, "smooth")), frozenset(_names(params, "log")), x)
+    return ViewSettings(_smoothing(_names(params, "smooth")), frozenset(_names(params, "log")), x,
+                        _hidden(_names(params, "hide")))

@@ -177,7 +177,8 @@ def test_bad_chart_settings_are_refused_with_the_reason(client: TestClient) -> N
     a, _ = reporting_live(client, 2, name="bad-a")
     b, _ = reporting_live(client, 2, name="bad-b")
     for query, words in (("smooth=reward:2", "smooth must be"), ("smooth=reward", "smooth must"),
-                         ("smooth=reward:nan", "smooth must"), ("x=sideways", "x must be one")):
+                         ("smooth=reward:nan", "smooth must"), ("x=sideways", "x must be one"),
+                         ("hide=calm", "hide must be run ids"), ("hide=-1", "hide must be")):
         for path in ("/runs/compare", "/runs/compare/_live"):
             reply = client.get(f"{path}?ids={a},{b}&{query}")
             assert reply.status_code == 400 and words in reply.json()["detail"], (path, query)
@@ -195,3 +196,15 @@ def test_config_differences_fold_below_the_charts_without_raw_nulls(client: Test
             for tr in panel.select("#spec-diff tbody tr")}
     assert rows == {"beta": ["0.04", "0.1"], "eval_split": ["not set", "test"]}
     assert not [td for td in panel.select("td") if "null" in td.get_text()]
+
+
+def test_hidden_runs_come_from_the_url_and_keep_their_place_in_it(client: TestClient) -> None:
+    """Issue 56 (8e): ``hide=ID`` renders that run's checkbox unchecked (static/compare.js hides
+    its lines), and the canonical address the list's checkboxes are sent to keeps it."""
+    a, _ = reporting_live(client, 2, name="hide-a")
+    b, _ = reporting_live(client, 2, name="hide-b")
+    page = client.get(f"/runs/compare?ids={a},{b}&hide={b}").text
+    assert [c.has_attr("checked") for c in html(page).select("input.compare-run-shown")] == [
+        True, False]
+    moved = client.get(f"/runs/compare?ids={a}&ids={b}&hide={b}", follow_redirects=False)
+    assert moved.status_code == 303 and moved.headers["location"].endswith(f"&hide={b}")

@@ -288,3 +288,39 @@ def test_the_compare_page_and_the_inline_message_pass_axe(axe_page: Page, live: 
     page.click("#compare-button")
     expect(page.locator("#compare-message")).to_be_visible()
     assert serious_violations(page) == []
+
+
+def hidden_in_every_chart(page: Page, run_id: int) -> None:
+    page.wait_for_function(
+        "(id) => ['compare-1', 'compare-2'].every((c) => document.getElementById(c).data"
+        ".some((t) => String(t.meta) === String(id) && t.visible === false))", arg=run_id)
+
+
+def test_hidden_runs_are_kept_in_the_url_for_a_reload_and_a_shared_link(
+        page: Page, browser: Browser, live: Stack, ids: dict[str, int]) -> None:
+    """Issue 56 (8e): a run hidden with its checkbox or its legend entry came back on reload;
+    it is kept in the address (``hide=ID``), so a reload and a copied link hide it too, and the
+    legend entry hides the run on every chart, as the checkbox does."""
+    open_compare(page, live, ids)
+    page.uncheck(f"#compare-shown-{ids['spiky']}")
+    hidden_in_every_chart(page, ids["spiky"])
+    assert re.search(rf"[?&]hide={ids['spiky']}(&|$)", page.url), page.url
+    page.reload()
+    expect(page.locator("#compare-1 .main-svg").first).to_be_visible()
+    expect(page.locator(f"#compare-shown-{ids['spiky']}")).not_to_be_checked()
+    hidden_in_every_chart(page, ids["spiky"])
+    shared = browser.new_context().new_page()  # a link sent to someone: no local state
+    shared.goto(page.url)
+    expect(shared.locator("#compare-1 .main-svg").first).to_be_visible()
+    expect(shared.locator(f"#compare-shown-{ids['spiky']}")).not_to_be_checked()
+    hidden_in_every_chart(shared, ids["spiky"])
+    shared.context.close()
+
+    page.check(f"#compare-shown-{ids['spiky']}")
+    page.wait_for_function("() => !/[?&]hide=/.test(location.search)")
+    page.locator("#compare-1 .legend .traces").filter(has_text="calm").first.click()
+    hidden_in_every_chart(page, ids["calm"])  # the legend hides the run everywhere
+    expect(page.locator(f"#compare-shown-{ids['calm']}")).not_to_be_checked()
+    assert re.search(rf"[?&]hide={ids['calm']}(&|$)", page.url), page.url
+    page.reload()
+    hidden_in_every_chart(page, ids["calm"])
