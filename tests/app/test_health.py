@@ -77,10 +77,11 @@ def test_healthy_run_stays_healthy(client: TestClient) -> None:
     for start in range(0, 80, 10):  # the way a worker sends them: small batches
         post(client, run_id, headers, batch[start:start + 10])
     body = findings(client, run_id, include_resolved=True)
-    coverage = {k: body.pop(k) for k in ("metrics", "unchecked", "reason")}
+    coverage = {k: body.pop(k) for k in ("metrics", "unchecked", "reason", "not_applicable")}
     assert (body.pop("read_as"), body.pop("vocabulary")) == ({}, None)  # TRL names: no renames
     assert body == {"run_id": run_id, "verdict": "healthy", "verdict_text": "healthy",
                     "findings": []}
+    assert coverage["not_applicable"] == {"divergence": "no eval split"}  # the spec has none
     assert "reward" in coverage["metrics"] and coverage["reason"] is None
     page = html(client.get(f"/runs/{run_id}").text)
     assert page.select("details.finding") == []
