@@ -5,37 +5,23 @@ real uvicorn serving the app on a migrated database."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from app.cli import cli
 from bench.simulated_logs import ODD_KEYS, handwritten_stalled
+from tests.served import served_app
 
 
 @pytest.fixture
 def server(app_db: str) -> Iterator[str]:
-    """The app behind a real uvicorn on a socket bound before it starts (connections wait in
-    its backlog: nothing to poll for)."""
-    from app.main import create_app
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    served = uvicorn.Server(uvicorn.Config(create_app(), lifespan="off", log_level="warning",
-                                           access_log=False))
-    thread = threading.Thread(target=served.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    served.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    """The app behind a real uvicorn (``tests.served``)."""
+    with served_app(16) as url:
+        yield url
 
 
 def test_import_url_save_map_sends_the_mapping_to_remember(server: str, tmp_path: Path) -> None:

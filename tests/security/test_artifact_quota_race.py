@@ -6,7 +6,6 @@ and the only thing the test waits on is that recorded state."""
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,6 @@ from typing import Any
 import anyio.to_thread
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
@@ -30,6 +28,7 @@ from tests.app.conftest import running_run
 from tests.app.test_artifact_archives import HOSTILE
 from tests.app.test_artifacts import put, stored_files
 from tests.app.test_auth import make_user
+from tests.served import served_app
 
 UPLOADS = 8
 SIZE = 300_000
@@ -81,21 +80,9 @@ def quotas(app_db: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def server(quotas: None) -> Iterator[str]:
-    """The app behind a real uvicorn on a socket bound before it starts (connections wait in
-    its backlog: nothing to poll for)."""
-    from app.main import create_app
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    served = uvicorn.Server(uvicorn.Config(create_app(), lifespan="off", log_level="warning",
-                                           access_log=False))
-    thread = threading.Thread(target=served.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    served.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    """The app behind a real uvicorn (``tests.served``)."""
+    with served_app(64) as url:
+        yield url
 
 
 def _upload_all(url: str, targets: list[tuple[int, dict[str, str]]], gate: Gate) -> list[int]:
