@@ -128,6 +128,7 @@ def create_app() -> DeckApp:
     app.include_router(sweeps.api)
     app.include_router(sweeps.pages)
     app.include_router(dry_runs_api.router)
+    app.include_router(launch_api.dry_runs)
     app.include_router(dry_runs_api.report_router)
     app.include_router(dry_run_views.router)
     app.include_router(health_api.router)

@@ -9,7 +9,8 @@ from typing import Any
 
 from app.charts.panels import GROUP_TITLES, Panel, names_for, panels_for, title_for
 from app.charts.wall_clock import sample_times, stamps, step_texts, to_wall_clock
-from app.metrics.reading import titled, with_logged
+from app.core.logged_names import with_logged
+from app.metrics.reading import titled
 from app.metrics.samples import Samples
 from app.metrics.series import Series, all_finite, downsample
 

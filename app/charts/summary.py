@@ -16,9 +16,10 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app.charts.panels import PANELS, names_for
+from app.core.logged_names import with_logged
 from app.metrics import rollups, waiting
 from app.metrics.models import MetricPoint, MetricRollup
-from app.metrics.reading import run_logged_names, titled, with_logged
+from app.metrics.reading import run_logged_names, titled
 from app.metrics.series import Series
 from app.runs.models import Run
 

@@ -38,10 +38,11 @@ from app.compare.spec_diff import spec_differences
 from app.compare.view_settings import ViewSettings, parse_view
 from app.core.config import get_settings
 from app.core.db import SessionDep
+from app.core.logged_names import with_logged
 from app.core.templating import templates
 from app.health.api import sort_findings
 from app.health.service import findings_for
-from app.metrics.reading import Reading, with_logged
+from app.metrics.reading import Reading
 from app.metrics.rollups import chart_data
 from app.metrics.series import Series
 from app.runs.lifecycle import is_live

@@ -13,8 +13,8 @@ from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
 from app.core.assets import asset
+from app.core.logged_names import logged_names, with_logged
 from app.core.resources import data_path
-from app.metrics.reading import logged_names, with_logged
 
 
 def duration(seconds: float | None) -> str:

@@ -1,21 +1,18 @@
-"""JSON API for dry runs: ``POST /api/dry-runs`` (a spec in, an id out) and
-``GET /api/dry-runs/{id}`` (the result once the worker answered). The worker posts its scores to
+"""JSON API for dry runs: ``GET /api/dry-runs/{id}`` (the result once the worker answered). (``POST /api/dry-runs``, a spec in and an id out, is a launch entrance: ``app.launch.api``.)
+The worker posts its scores to
 ``POST /api/dry-runs/{id}/result`` with the single-use ticket its task message carried."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Query, status
+from fastapi import APIRouter, Header, HTTPException, status
 
-from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.dryruns import service
 from app.dryruns.models import DryRun
 from app.dryruns.schemas import DryRunAliveIn, DryRunResultIn
-from app.launch.gate import LaunchRefused
 from grpodeck.contract.alerts import masked_spec
-from grpodeck.contract.spec import RunSpec
 
 router = APIRouter(prefix="/api/dry-runs", tags=["dry runs"])
 report_router = APIRouter(prefix="/api/dry-runs", tags=["report"])
@@ -47,20 +44,6 @@ def as_json(dry: DryRun) -> dict[str, Any]:
             "zero_spread_share": result.get("zero_spread_share"),
             "rewards": result.get("rewards"), "verdict": result.get("verdict"),
             "result": dry.result}
-
-
-@router.post("", status_code=status.HTTP_202_ACCEPTED)
-def create(spec: RunSpec, db: SessionDep, identity: CurrentIdentity,
-           prompts: Annotated[int, Query(ge=1, le=MAX_PROMPTS,
-                                         description="prompts to sample groups for")]
-           = DEFAULT_PROMPTS) -> dict[str, Any]:
-    """Score ``prompts`` groups of ``num_generations`` sampled completions with every reward,
-    on a worker, without training. Poll ``GET /api/dry-runs/{id}`` for the result."""
-    try:
-        dry = service.start(db, spec, prompts, identity.user_id)
-    except LaunchRefused as refused:
-        raise refused.validation_error() from None
-    return as_json(dry)
 
 
 @router.get("/{dry_run_id}")

@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 from app.core.redact import redact
 from app.dryruns import analysis, sender
 from app.dryruns.models import DryRun
-from app.launch import gate
 from app.runs.service import hash_token, storable_id
 from grpodeck.contract.spec import RunSpec
 
@@ -22,10 +21,9 @@ log = logging.getLogger(__name__)
 
 
 def start(db: Session, spec: RunSpec, prompts: int, created_by: int | None) -> DryRun:
-    """Commit the dry run, then queue it; a broker that is down fails it visibly. The spec
-    passes the launch gate first (``gate.LaunchRefused``, nothing stored): "Launch" on its page
-    would launch it as it is."""
-    gate.check(spec)
+    """Commit the dry run, then queue it; a broker that is down fails it visibly. Callers pass
+    the launch gate first (``app.launch.launch.start_dry_run``): "Launch" on its page would
+    launch the spec as it is."""
     ticket = secrets.token_urlsafe(32)
     dry = DryRun(spec=spec.model_dump(mode="json"), status="queued",
                  ticket_hash=hash_token(ticket), created_by_id=created_by)

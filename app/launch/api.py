@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Request, status
+from fastapi import APIRouter, Body, Query, Request, status
 from pydantic import Discriminator, Tag
 
 from app.auth.identity import CurrentIdentity
 from app.core.db import SessionDep
 from app.core.errors import BODY_UNION_TAGS
+from app.dryruns.api import DEFAULT_PROMPTS, MAX_PROMPTS, as_json
 from app.ingest.external import register_and_answer
 from app.launch.gate import LaunchRefused
-from app.launch.launch import launch
+from app.launch.launch import launch, start_dry_run
 from app.runs.schemas import LaunchedOut
 from grpodeck.contract.spec import RunSpec
 from grpodeck.contract.wire import ExternalRunIn, ExternalRunOut
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
+dry_runs = APIRouter(prefix="/api/dry-runs", tags=["dry runs"])
 
 
 def _kind(body: Any) -> str:
@@ -46,3 +48,18 @@ def create(body: Annotated[NewRun, Body()], request: Request, db: SessionDep,
     except LaunchRefused as refused:
         raise refused.validation_error() from None
     return LaunchedOut(id=run.id, status=run.status, url=f"/runs/{run.id}")
+
+
+@dry_runs.post("", status_code=status.HTTP_202_ACCEPTED)
+def create_dry_run(spec: RunSpec, db: SessionDep, identity: CurrentIdentity,
+                   prompts: Annotated[int, Query(ge=1, le=MAX_PROMPTS,
+                                                 description="prompts to sample groups for")]
+                   = DEFAULT_PROMPTS) -> dict[str, Any]:
+    """Score ``prompts`` groups of ``num_generations`` sampled completions with every reward,
+    on a worker, without training; the spec passes the launch gate first. Poll
+    ``GET /api/dry-runs/{id}`` for the result."""
+    try:
+        dry = start_dry_run(db, spec, prompts, identity.user_id)
+    except LaunchRefused as refused:
+        raise refused.validation_error() from None
+    return as_json(dry)

@@ -14,14 +14,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.auth.identity import CurrentIdentity, Identity
 from app.core.db import SessionDep
 from app.core.templating import templates
-from app.dryruns import service
 from app.dryruns.api import DEFAULT_PROMPTS, dry_run_or_404
 from app.dryruns.models import DryRun
 from app.launch import smoke
 from app.launch.answers import Answers, parent_finding
 from app.launch.form import validate_form
 from app.launch.gate import LaunchRefused
-from app.launch.launch import launch
+from app.launch.launch import launch, start_dry_run
 from app.launch.ownership import own_spec, with_parent_secrets
 from app.launch.views import after_launch, form_context, parent_of_form
 from app.runs.models import Run
@@ -59,7 +58,7 @@ async def create_dry_run(request: Request, db: SessionDep, identity: CurrentIden
     if spec is None:
         return _refused_form(request, form, errors, parent)
     try:  # the launch gate resolves hosts and asks the workers: off the event loop
-        dry = await run_in_threadpool(service.start, db, spec, DEFAULT_PROMPTS, identity.user_id)
+        dry = await run_in_threadpool(start_dry_run, db, spec, DEFAULT_PROMPTS, identity.user_id)
     except LaunchRefused as refused:
         return _refused_form(request, form, refused.form_errors(), parent)
     return RedirectResponse(f"/dry-runs/{dry.id}", status_code=303)

@@ -9,6 +9,8 @@ import logging
 
 from sqlalchemy.orm import Session
 
+from app.dryruns import service as dry_runs
+from app.dryruns.models import DryRun
 from app.launch import gate, launcher
 from app.launch.answers import Answers
 from app.runs import lifecycle, service
@@ -40,3 +42,10 @@ def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
         lifecycle.fail(run, f"could not queue the run: {exc}")
     db.commit()
     return run
+
+
+def start_dry_run(db: Session, spec: RunSpec, prompts: int, created_by: int | None) -> DryRun:
+    """A dry run behind the same gate as a launch (``gate.LaunchRefused``, nothing stored):
+    "Launch" on its page would launch the spec as it is."""
+    gate.check(spec)
+    return dry_runs.start(db, spec, prompts, created_by)

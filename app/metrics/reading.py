@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.core.logged_names import logged_names
 from app.metrics.inference import Column, columns, infer
 from app.metrics.names import (
     VOCABULARIES,
@@ -133,25 +134,9 @@ def read_rows(rows: list[Row], reading: Reading,
     return rename_rows(rows, dict(reading.renames)), reading
 
 
-def logged_names(renames: Mapping[str, str]) -> dict[str, str]:
-    """Canonical name -> the key(s) a run logged it as (``{"learning_rate": "lr"}``), from a
-    reading's ``renames``: what the pages show beside a renamed key's canonical name, so the
-    user still finds the name they logged (issue 56)."""
-    keys: dict[str, list[str]] = {}
-    for key, name in sorted(renames.items()):
-        if key != name:
-            keys.setdefault(name, []).append(key)
-    return {name: ", ".join(found) for name, found in keys.items()}
-
-
 def run_logged_names(metric_reading: Any) -> dict[str, str]:
     """``logged_names`` of a run's stored reading (``runs.metric_reading``)."""
     return logged_names(Reading.from_json(metric_reading).renames)
-
-
-def with_logged(name: str, logged: Mapping[str, str]) -> str:
-    """``learning_rate (lr)`` for a renamed key, else the name as it is."""
-    return f"{name} ({logged[name]})" if name in logged else name
 
 
 def titled(title: str, names: list[str], logged: Mapping[str, str]) -> str:
