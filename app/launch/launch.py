@@ -26,9 +26,29 @@ def launch(db: Session, spec: RunSpec, *, created_by: int | None = None,
     """Commit the run first, then queue it; a broker failure fails the run visibly, never
     loses it. ``parent_id``: the run it was cloned from; ``smoke_full_steps``: set on a smoke
     test, the max_steps of the full run it offers to launch; ``sweep_id``: the sweep it
-    belongs to; ``answers``: the finding a "Try this fix" run answers. Raises ``gate.LaunchRefused`` (nothing stored) when the deployment cannot run the
-    spec: every entrance answers it as its own field errors."""
+    belongs to; ``answers``: the finding a "Try this fix" run answers. Raises
+    ``gate.LaunchRefused`` (nothing stored) when the deployment cannot run the spec: every
+    entrance answers it as its own field errors."""
     gate.check(spec)
+    return _store_and_queue(db, spec, created_by=created_by, parent_id=parent_id,
+                            smoke_full_steps=smoke_full_steps, sweep_id=sweep_id,
+                            answers=answers)
+
+
+def launch_sweep(db: Session, specs: list[RunSpec], *, created_by: int | None,
+                 sweep_id: str) -> list[Run]:
+    """Every spec passes the gate before any is stored (a sweep is all or nothing), then each
+    is stored and queued: the gate's look-ups run once per spec, not twice."""
+    for spec in specs:
+        gate.check(spec)
+    return [_store_and_queue(db, spec, created_by=created_by, sweep_id=sweep_id)
+            for spec in specs]
+
+
+def _store_and_queue(db: Session, spec: RunSpec, *, created_by: int | None,
+                     parent_id: int | None = None, smoke_full_steps: int | None = None,
+                     sweep_id: str | None = None, answers: Answers | None = None) -> Run:
+    """The launch itself, once the spec passed the gate."""
     run, ticket = service.create_run(db, spec=spec, created_by=created_by, parent_id=parent_id)
     run.smoke_full_steps = smoke_full_steps
     run.sweep_id = sweep_id

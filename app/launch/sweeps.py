@@ -23,7 +23,7 @@ from app.compare.views import MAX_RUNS, compare_context
 from app.core.db import SessionDep
 from app.core.templating import templates
 from app.launch import gate
-from app.launch.launch import launch
+from app.launch.launch import launch_sweep
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
 
@@ -84,12 +84,9 @@ def create_sweep(body: SweepIn, db: SessionDep, identity: CurrentIdentity) -> Sw
     """Launch the spec once per ``num_generations`` value, all under one sweep id: every
     variant passes the launch gate before any is stored (all or nothing)."""
     specs = variants(body.spec, body.num_generations)
+    sweep_id = secrets.token_hex(6)
     try:
-        for spec in specs:
-            gate.check(spec)
-        sweep_id = secrets.token_hex(6)
-        runs = [launch(db, spec, created_by=identity.user_id, sweep_id=sweep_id)
-                for spec in specs]
+        runs = launch_sweep(db, specs, created_by=identity.user_id, sweep_id=sweep_id)
     except gate.LaunchRefused as refused:
         raise refused.validation_error(("body", "spec")) from None
     return SweepOut(sweep_id=sweep_id, url=f"/sweeps/{sweep_id}", runs=[
