@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,10 +102,14 @@ class Stack:
                 "GRPODECK_CANCEL_GRACE_SECONDS": "15", "GRPODECK_LIVE_REFRESH_SECONDS": "1",
                 "PYTHONUNBUFFERED": "1", **self.extra_env}
 
+    def migrate(self) -> Stack:
+        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
+                       check=True, timeout=120)
+        return self
+
     def start(self) -> Stack:
         try:
-            subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=self.env, cwd=ROOT,
-                           check=True, timeout=120)
+            self.migrate()
             self._start_web_on_a_free_port()
             self.start_worker()
             if self.scheduler:
@@ -284,3 +289,15 @@ class PrivateRedis:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()  # redis saves its append-only file on SIGTERM
             self.proc.wait(timeout=20)
+
+
+@contextmanager
+def migrated_sqlite(workdir: Path, extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
+    """A migrated Deck on SQLite and the embedded broker in ``workdir``, whose processes each
+    test starts when it should answer (outage tests); stopped afterwards."""
+    live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
+                 workdir, extra_env=extra_env or {})
+    try:
+        yield live.migrate()
+    finally:
+        live.stop()

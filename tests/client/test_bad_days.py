@@ -33,7 +33,6 @@ from pathlib import Path
 
 import pytest
 
-from app.core.config import ROOT
 from grpodeck.client import init
 from grpodeck.client.rundir import find
 from tests.client.test_offline_live import (
@@ -46,7 +45,7 @@ from tests.client.test_offline_live import (
     sync,
     up,
 )
-from tests.stack import Stack
+from tests.stack import Stack, migrated_sqlite
 
 STEPS = 30
 
@@ -54,15 +53,8 @@ STEPS = 30
 @pytest.fixture(scope="module")
 def deck(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A migrated Deck whose web app each test starts when it should answer."""
-    workdir = tmp_path_factory.mktemp("bad-days-deck")
-    live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
-                 workdir)
-    try:
-        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=live.env, cwd=ROOT,
-                       check=True, timeout=120)
+    with migrated_sqlite(tmp_path_factory.mktemp("bad-days-deck")) as live:
         yield live
-    finally:
-        live.stop()
 
 
 def waited(check: Callable[[], bool], timeout: float) -> float:

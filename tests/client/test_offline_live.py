@@ -29,7 +29,7 @@ import pytest
 from app.core.config import ROOT
 from grpodeck.client import init
 from grpodeck.client.rundir import find
-from tests.stack import Stack
+from tests.stack import Stack, migrated_sqlite
 
 LOOP = Path(__file__).with_name("offline_loop.py")
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'clients' / 'python'}"}
@@ -38,15 +38,9 @@ ENV = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'clients' / 'python'}"}
 @pytest.fixture(scope="module")
 def deck(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A migrated Deck whose web app is started by each test when it should answer."""
-    workdir = tmp_path_factory.mktemp("offline-deck")
-    live = Stack(f"sqlite:///{workdir / 'grpodeck.db'}", f"sqla+sqlite:///{workdir / 'broker.db'}",
-                 workdir, extra_env={"GRPODECK_ROLLOUT_MAX_STEPS": "100000"})
-    try:
-        subprocess.run([sys.executable, "-m", "app.cli", "migrate"], env=live.env, cwd=ROOT,
-                       check=True, timeout=120)
+    with migrated_sqlite(tmp_path_factory.mktemp("offline-deck"),
+                         {"GRPODECK_ROLLOUT_MAX_STEPS": "100000"}) as live:
         yield live
-    finally:
-        live.stop()
 
 
 def down(deck: Stack) -> None:
