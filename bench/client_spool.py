@@ -74,7 +74,9 @@ def main() -> None:
             if a.step_ms:
                 time.sleep(a.step_ms / 1000)
         looped = time.monotonic() - began
-        status = run.finish()
+        # The Deck is known to come back (it starts --down s in): wait for it however long its
+        # start takes, instead of finish's default patience for a Deck that is simply down.
+        status = run.finish(timeout=600)
         waited = time.monotonic() - began - looped
         if a.down:
             starter.join()
