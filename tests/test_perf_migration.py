@@ -46,7 +46,7 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
                           "VALUES (1, 'loss', :s, :v, :r)"),
                   [{"s": s, "v": None if s == 20 else float(s), "r": "nan" if s == 20 else None}
                    for s in range(40)])
-    _alembic(url, "upgrade", "head")
+    _alembic(url, "upgrade", "answers_0001")
     with engine.begin() as c:
         assert c.execute(sa.text("SELECT count(*) FROM metric_points")).scalar() == 40
         level1 = c.execute(sa.text(
@@ -76,7 +76,7 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
 def test_downgrading_the_inbox_spreads_what_waits_in_it(url: str) -> None:
     """inbox_0001's downgrade: steps still waiting become points, and their level-1 summaries
     are rebuilt, which the older code expects current (it recomputes only the levels above)."""
-    _alembic(url, "upgrade", "head")
+    _alembic(url, "upgrade", "answers_0001")
     engine = sa.create_engine(url)
     with engine.begin() as c:
         c.execute(sa.text(

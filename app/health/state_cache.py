@@ -19,7 +19,6 @@ spread on every row) must reach its alerts before the run ends, not after.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -31,8 +30,7 @@ from sqlalchemy.orm import Session
 from app.core.config import get_settings
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
 from app.health.models import DiagnosticsRecord
-from app.metrics import inbox
-from app.metrics.models import MetricPoint
+from app.metrics import inbox, store
 from app.runs import lifecycle
 from app.runs.models import Run
 
@@ -56,26 +54,17 @@ _guard = threading.Lock()
 
 
 def _stored_rows(db: Session, run_id: int, after: int) -> list[tuple[int, dict[str, float]]]:
-    """Values stored after ``after`` as normalised rows (non-finite values from their raw text):
-    the points, and over them the inbox's steps that ``rollups.settle`` has not spread yet."""
-    stmt = (select(MetricPoint.step, MetricPoint.name, MetricPoint.value, MetricPoint.raw)
-            .where(MetricPoint.run_id == run_id, MetricPoint.step > after)
-            .order_by(MetricPoint.step))
+    """Values stored after ``after`` as rows by step: the settled points, and over them the
+    inbox's steps that ``rollups.settle`` has not spread yet (newer: a re-sent step). The inbox
+    is read first: a settle committing in between shows its steps twice, never not at all."""
+    waiting = inbox.pending(db, run_id, after)
     rows: dict[int, dict[str, float]] = {}
-    for step, name, value, raw in db.execute(stmt):
-        number = value if value is not None else _parse(raw)
-        if number is not None:
-            rows.setdefault(step, {})[name] = number
-    for step, metrics in inbox.pending(db, run_id, after):  # received, not yet settled: newer
+    for name, (steps, values) in store.read(db, run_id, after=after).items():
+        for step, value in zip(steps.tolist(), values.tolist(), strict=True):
+            rows.setdefault(step, {})[name] = value
+    for step, metrics in waiting:
         rows.setdefault(step, {}).update(metrics)
     return sorted(rows.items())
-
-
-def _parse(raw: str | None) -> float | None:
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:
-        return math.nan
 
 
 def _load(db: Session, run: Run, context: RunContext,

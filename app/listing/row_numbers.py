@@ -2,8 +2,8 @@
 steps per second, runtime, and a reward sparkline.
 
 Why here and not in the page query: the list's page query stays three queries whatever it
-shows; these numbers cost a few keyed lookups per shown run (the last point of a metric is
-the end of its primary-key range, the best reward one aggregate over the run's level-1
+shows; these numbers cost a few keyed lookups per shown run (the last finite value of a metric
+is its last chunk's ``last_finite``, the best reward one aggregate over the run's finest stored
 summaries, the sparkline one level of summaries that holds about ``SPARK_POINTS`` buckets):
 one statement for the page's numbers and one per run for its sparkline. A live run's steps
 still waiting in the inbox are read first and merged (``app/metrics/waiting.py``): the list
@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
-from app.metrics import rollups, waiting
+from app.metrics import bucket_stats, rollups, store, waiting
 from app.metrics.names import Row
 from app.runs.models import Run
 from app.runs.progress import progress
@@ -50,20 +51,18 @@ class RowNumbers:
 
 
 def _last(name: str) -> str:
-    """The metric's last finite value: one index seek back from the end of its key range."""
-    return (f"(SELECT value FROM metric_points WHERE run_id = runs.id AND name = '{name}' "
-            "AND value IS NOT NULL ORDER BY step DESC LIMIT 1)")
+    """The metric's last finite value: one index seek back from its last chunk."""
+    return store.last_finite_sql(name)
 
 
 # One statement for the whole page (text, built once: composing SQLAlchemy expressions per run
 # cost more than running them).
 _NUMBERS = text(
     f"SELECT runs.id, {_last('reward')}, {_last('kl')}, {_last('frac_reward_zero_std')}, "
-    "(SELECT max(vmax) FROM metric_rollups WHERE run_id = runs.id AND level = 1 "
+    "(SELECT max(vmax) FROM metric_rollups WHERE run_id = runs.id "
+    f"AND level = {rollups.STORED_FROM} "
     "AND name = 'reward') FROM runs WHERE runs.id IN :ids"
 ).bindparams(bindparam("ids", expanding=True))
-_SPARK_RAW = text("SELECT step, value FROM metric_points WHERE run_id = :run AND name = 'reward' "
-                  "AND value IS NOT NULL ORDER BY step LIMIT :limit")
 _SPARK_LEVEL = text("SELECT vsum, n FROM metric_rollups WHERE run_id = :run AND level = :level "
                     "AND name = 'reward' AND n > 0 ORDER BY bucket")
 
@@ -98,12 +97,24 @@ def _spark_values(db: Session, run: Run, pending: Sequence[Row]) -> list[float]:
                       if math.ceil(steps / rollups.width(lv)) <= SPARK_POINTS), rollups.LEVELS)
     connection = db.connection()
     if level == 0:
-        values = _raw_rewards(connection.execute(_SPARK_RAW, {
-            "run": run.id, "limit": 4 * SPARK_POINTS}).all(), pending)
+        values = _raw_rewards(_first_rewards(db, run.id, 4 * SPARK_POINTS), pending)
         step = max(1, math.ceil(len(values) / SPARK_POINTS))
         return [v for v in values[::step] if math.isfinite(v)]
-    rows = connection.execute(_SPARK_LEVEL, {"run": run.id, "level": level}).all()
+    if level < rollups.STORED_FROM:  # not stored: from the points
+        rewards = store.read(db, run.id, ["reward"]).get("reward", store.EMPTY)
+        summary = bucket_stats.stats(rewards, rollups.width(level))
+        some = summary.n > 0
+        rows = list(zip(summary.vsum[some].tolist(), summary.n[some].tolist(), strict=True))
+    else:
+        rows = connection.execute(_SPARK_LEVEL, {"run": run.id, "level": level}).all()
     return [s / n for s, n in rows if s is not None and math.isfinite(s / n)]
+
+
+def _first_rewards(db: Session, run_id: int, limit: int) -> list[tuple[int, float]]:
+    """The run's first ``limit`` settled finite rewards as (step, value)."""
+    steps, values = store.read(db, run_id, ["reward"]).get("reward", store.EMPTY)
+    finite = np.isfinite(values)
+    return list(zip(steps[finite][:limit].tolist(), values[finite][:limit].tolist(), strict=True))
 
 
 def _raw_rewards(settled: Sequence[tuple[int, float]], pending: Sequence[Row]) -> list[float]:

@@ -3,8 +3,8 @@ on the server over every matching run (not the page shown), unknown values last 
 direction, ties broken by id (newest first) so pages never overlap or skip a run.
 
 The numeric columns read the same values the row shows (app/listing/row_numbers.py): a
-metric's last finite point (one index seek per run: the end of its primary-key range) and the
-best reward over the run's level-1 summaries. Batches still waiting in a run's inbox count once
+metric's last finite point (one index seek per run: its last chunk's ``last_finite``) and the
+best reward over the run's finest stored summaries. Batches still waiting in a run's inbox count once
 the settler (``app/metrics/settler.py``) has spread them, within a second or so: a sort never
 takes a run's write lock to spread them itself (issue 36). The sort key comes from this
 whitelist only; the user's text never reaches the SQL.
@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy import ColumnElement, case, func, literal_column, select
 
-from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics import rollups, store
+from app.metrics.models import MetricRollup
 from app.runs.models import Run
 
 DIRECTIONS = ("asc", "desc")
@@ -33,17 +34,14 @@ class SortKey:
 
 
 def _last(metric: str) -> ColumnElement:
-    """The metric's last finite value (NaN/inf are stored as NULL)."""
-    return (select(MetricPoint.value)
-            .where(MetricPoint.run_id == Run.id, MetricPoint.name == metric,
-                   MetricPoint.value.is_not(None))
-            .order_by(MetricPoint.step.desc()).limit(1)
-            .correlate(Run).scalar_subquery())
+    """The metric's last finite value, from its chunks' ``last_finite`` (``runs`` correlated)."""
+    return literal_column(store.last_finite_sql(metric))
 
 
 def _best_reward() -> ColumnElement:
     return (select(func.max(MetricRollup.vmax))
-            .where(MetricRollup.run_id == Run.id, MetricRollup.level == 1,
+            .where(MetricRollup.run_id == Run.id,
+                   MetricRollup.level == rollups.STORED_FROM,
                    MetricRollup.name == "reward")
             .correlate(Run).scalar_subquery())
 

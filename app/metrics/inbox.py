@@ -1,13 +1,13 @@
-"""Received steps, one row per step, before they are spread into ``metric_points``.
+"""Received steps, one row per step, before they are spread into the metric store.
 
 Why: a TRL step logs ~25 metrics, and one B-tree row per value on the request path was ~60 % of
 the report handler (bench/ingest.py, issue 25). trackio stores one JSON row per step; so does
-the inbox. ``spread`` then moves a run's inbox into ``metric_points`` with one set-based
-statement (the database explodes the JSON: no Python per point) in key order, so its B-tree
-appends along each metric. ``rollups.settle`` calls it before anything reads the run's metrics.
+the inbox. ``spread`` then moves a run's inbox into its per-metric chunks (``store.write``);
+``rollups.settle`` calls it off the request path (the settler, the end report, or ingest once
+the inbox grows past ``SETTLE_EVERY_STEPS``).
 
 JSON has no NaN or infinity: such a value is stored as its text ("nan", "inf", "-inf"), which
-``spread`` turns into ``value`` NULL and ``raw`` that text, as ``metric_points`` keeps them.
+``spread`` turns back into the float64 value the chunk keeps.
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import orjson
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from app.metrics import store
+from app.metrics.chunks import Points
 from app.metrics.names import Row
 from app.metrics.series import all_finite
 
-NAME_MAX = 200  # metric_points.name's size
+NAME_MAX = 200  # metric_keys.name's size
 
 # The batch travels as one JSON object {step: metrics}, one parameter, and the database splits
 # it into rows: no per-row parameter binding (psycopg's text[] dumper escaped every quote of
@@ -41,25 +44,7 @@ _WRITE = {
         "metrics = (metric_inbox.metrics::jsonb || excluded.metrics::jsonb)::text"),
 }
 # ``WHERE true`` keeps SQLite from reading ON CONFLICT as a join constraint of the SELECT.
-_SPREAD = {
-    "sqlite": text(
-        "INSERT INTO metric_points (run_id, name, step, value, raw) "
-        "SELECT i.run_id, m.key, i.step, CASE WHEN m.type = 'text' THEN NULL ELSE m.value END, "
-        "CASE WHEN m.type = 'text' THEN m.value END "
-        "FROM metric_inbox i, json_each(i.metrics) m WHERE i.run_id = :run AND true "
-        "ORDER BY m.key, i.step "
-        "ON CONFLICT (run_id, name, step) DO UPDATE SET value = excluded.value, "
-        "raw = excluded.raw"),
-    "postgresql": text(
-        "INSERT INTO metric_points (run_id, name, step, value, raw) "
-        "SELECT i.run_id, m.key, i.step, "
-        "CASE WHEN jsonb_typeof(m.value) = 'number' THEN (m.value)::float8 END, "
-        "CASE WHEN jsonb_typeof(m.value) = 'string' THEN m.value #>> '{}' END "
-        "FROM metric_inbox i, jsonb_each(i.metrics::jsonb) m WHERE i.run_id = :run "
-        "ORDER BY m.key, i.step "
-        "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, "
-        "raw = EXCLUDED.raw"),
-}
+_ALL = text("SELECT step, metrics FROM metric_inbox WHERE run_id = :run ORDER BY step")
 _EMPTY = text("DELETE FROM metric_inbox WHERE run_id = :run")
 _PENDING = text("SELECT step, metrics FROM metric_inbox WHERE run_id = :run AND step > :after "
                 "ORDER BY step")
@@ -95,13 +80,40 @@ def write(db: Session, run_id: int, rows: Sequence[Row]) -> int:
 
 
 def spread(db: Session, run_id: int) -> None:
-    """Move the run's waiting steps into ``metric_points`` (a value already there is
-    overwritten: a re-sent step). The caller holds the run's write lock, so no batch lands
+    """Move the run's waiting steps into its chunks (``store.write``: a value already there is
+    overwritten, a re-sent step). The caller holds the run's write lock, so no batch lands
     between the copy and the delete."""
     connection = db.connection()
-    dialect = "postgresql" if connection.dialect.name == "postgresql" else "sqlite"
-    connection.execute(_SPREAD[dialect], {"run": run_id})
+    store.write(db, run_id, columns(connection.execute(_ALL, {"run": run_id}).all()))
     connection.execute(_EMPTY, {"run": run_id})
+
+
+def columns(rows: Sequence[tuple[int, str]]) -> dict[str, Points]:
+    """Inbox rows (step ascending, metrics as JSON) as per-metric arrays. Steps that log the
+    same names in the same order (almost all of a run's) become one 2-D array in one numpy
+    call, not a Python step per value; numpy reads a non-finite value's text ("nan", "inf",
+    "-inf") as the number."""
+    shapes: dict[tuple[str, ...], tuple[list[int], list[list[float | str]]]] = {}
+    for step, metrics in rows:
+        values = orjson.loads(metrics)
+        steps, table = shapes.setdefault(tuple(values), ([], []))
+        steps.append(step)
+        table.append(list(values.values()))
+    parts: dict[str, list[Points]] = {}
+    for names, (steps, table) in shapes.items():
+        at = np.array(steps, np.int64)
+        grid = np.array(table, np.float64).reshape(len(steps), len(names))
+        for i, name in enumerate(names):
+            parts.setdefault(name, []).append((at, grid[:, i]))
+    out: dict[str, Points] = {}
+    for name, pieces in parts.items():
+        if len(pieces) == 1:
+            out[name] = (pieces[0][0], np.ascontiguousarray(pieces[0][1]))
+            continue
+        steps_ = np.concatenate([p[0] for p in pieces])
+        order = np.argsort(steps_, kind="stable")
+        out[name] = (steps_[order], np.concatenate([p[1] for p in pieces])[order])
+    return out
 
 
 def pending(db: Session, run_id: int, after: int,

@@ -1,24 +1,34 @@
 """Metrics as received (one row per step) and as read (one value per run, metric and step).
 
 Ingest writes ``metric_inbox``: one row per step whose metrics are one JSON object, trackio's
-layout, so a batch of N steps is N rows however many metrics a step logs. Before anything reads
-a run's metrics, ``rollups.settle`` spreads its inbox into ``metric_points`` (one row per value,
-the primary key the chart queries walk: run -> name -> steps in order) and its summaries, in one
-set-based statement each, then empties it. The primary keys make both idempotent.
+layout, so a batch of N steps is N rows however many metrics a step logs. The settler
+(``rollups.settle``) moves a run's inbox into ``metric_chunks`` (per metric, its points over an
+aligned range of steps, compressed: ``app/metrics/chunks.py``) and recomputes its summaries
+(``metric_rollups``), then empties it. Rewriting a chunk and recomputing a bucket make both
+idempotent.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Integer, SmallInteger, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base
 
 
 class InboxStep(Base):
-    """One received step not yet spread into ``metric_points``: ``metrics`` is a JSON object of
+    """One received step not yet spread into ``metric_chunks``: ``metrics`` is a JSON object of
     canonical name -> number, a non-finite value as its text ("nan", "inf", "-inf")."""
 
     __tablename__ = "metric_inbox"
@@ -30,19 +40,35 @@ class InboxStep(Base):
     metrics: Mapped[str] = mapped_column(Text)
 
 
-class MetricPoint(Base):
-    __tablename__ = "metric_points"
-    __table_args__: ClassVar = {"sqlite_with_rowid": False}  # clustered (migration perf_0001)
+class MetricKey(Base):
+    """A metric name's small id: every chunk carries the id, not the name (issue 57). Shared by
+    all runs (a TRL run's ~25 names are the same in every run) and never deleted, so an id
+    once given always means the same name."""
 
-    # On PostgreSQL the table has no foreign key (migration ingest_0001: its per-row check was
-    # ~40 % of storing a point); ``run_page.removal.delete_run`` deletes the points itself.
+    __tablename__ = "metric_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+
+
+class MetricChunk(Base):
+    """Every point of one metric of one run in one aligned range of steps
+    (``app/metrics/chunks.py``: ``chunk`` is ``step >> CHUNK_BITS``), compressed. ``last_finite``
+    is the chunk's last finite value: the runs list sorts by a metric's last value without
+    decoding anything."""
+
+    __tablename__ = "metric_chunks"
+    __table_args__: ClassVar = {"sqlite_with_rowid": False}
+
     run_id: Mapped[int] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
-    name: Mapped[str] = mapped_column(String(200), primary_key=True)
-    step: Mapped[int] = mapped_column(Integer, primary_key=True)
-    value: Mapped[float | None] = mapped_column(Float)  # None stores NaN/inf faithfully below
-    raw: Mapped[str | None] = mapped_column(String(8))  # "nan", "inf", "-inf" when not finite
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    metric_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    first_step: Mapped[int] = mapped_column(Integer)
+    last_step: Mapped[int] = mapped_column(Integer)
+    n: Mapped[int] = mapped_column(Integer)
+    last_finite: Mapped[float | None] = mapped_column(Float)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class MetricRollup(Base):
@@ -73,10 +99,10 @@ class MetricRollup(Base):
 class SystemSample(Base):
     """One sample of the client's system sampler (``grpodeck.client.system``), keyed by its own
     time (``system/time``, in ms), not by step: an evaluation or a checkpoint save spends
-    minutes inside one step, and ``metric_points`` keeps one value per step and name, so the
+    minutes inside one step, and the metric store keeps one value per step and name, so the
     samples taken then were one point (issue 56). ``step`` is the latest step the trainer had
     logged; ``metrics`` a JSON object of its finite ``system/*`` values. The system charts draw
-    these; ``metric_points`` keeps each step's last sample as before (checks, API, summaries)."""
+    these; the metric store keeps each step's last sample as before (checks, API, summaries)."""
 
     __tablename__ = "system_samples"
     __table_args__: ClassVar = {"sqlite_with_rowid": False}

@@ -2,18 +2,20 @@
 
 Storage layout (table ``metric_rollups``, one row per run, level, metric and bucket):
 
-* level 0 is the raw points (``metric_points``); level k >= 1 summarises buckets of ``16**k``
-  steps (16, 256, 4096, 65536): finite count, sum, min and max, the first and last step seen,
-  and the non-finite values (count, first step, one of their kinds: NaN, inf or -inf);
+* level 0 is the raw points (``metric_chunks``, ``app/metrics/store.py``); level k >= 1
+  summarises buckets of ``16**k`` steps (16, 256, 4096, 65536): finite count, sum, min and
+  max, the first and last step seen, and the non-finite values (count, first step, one of
+  their kinds: NaN, inf or -inf). Level 1 is computed from the points when a chart draws it
+  (``bucket_stats``), never stored: its rows were most of the table (issue 57);
 * the primary key (run, level, name, bucket) makes one level of all a run's metrics one index
   range, so the page of a 1M-step run reads ~250 rows per metric at level 3;
 * ingest stores a batch as one inbox row per step (``app/metrics/inbox.py``) and widens the
   run's stale step range (``runs.rollups_stale_lo/hi``); ``settle`` spreads the inbox into
-  ``metric_points`` and recomputes every level from the one below over that range: the settler
+  the points' chunks and recomputes the stored levels over that range: the settler
   (``app/metrics/settler.py``) within a second or so, the end report, or ingest itself once the
   range grows past ``SETTLE_EVERY_STEPS``. Readers never settle: they merge the steps still
-  waiting in memory (``app/metrics/waiting.py``). Recomputing rather than adding keeps it idempotent: a re-sent step
-  overwrites its point, and its buckets come out the same.
+  waiting in memory (``app/metrics/waiting.py``). Recomputing rather than adding keeps it
+  idempotent: a re-sent step overwrites its point, and its buckets come out the same.
 
 A chart of a step range picks the finest level that fits its point budget (two points, min and
 max, per bucket), so spikes survive at every zoom and NaN/inf keep a marker; zooming in reads
@@ -32,7 +34,7 @@ from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
-from app.metrics import inbox, waiting
+from app.metrics import bucket_stats, inbox, store, waiting
 from app.metrics.series import Series, downsample, load_series, stored_names
 from app.runs.models import Run
 
@@ -42,24 +44,13 @@ LEVELS = 4  # widths 16 .. 65536 steps: a 10M-step run still draws ~150 buckets 
 # the inbox stays bounded (~100k values for a TRL run) without a reader or the scheduler.
 SETTLE_EVERY_STEPS = 4096
 BUCKET_WEIGHT = 4  # raw points of page one drawn bucket weighs (``merge_factor``)
-_COLUMNS = ("run_id, level, name, bucket, n, vsum, vmin, vmax, first_step, last_step, "
-            "nonfinite, nonfinite_step, nonfinite_raw")
-_SET = ", ".join(f"{c} = excluded.{c}" for c in (
-    "n", "vsum", "vmin", "vmax", "first_step", "last_step", "nonfinite", "nonfinite_step",
-    "nonfinite_raw"))
+_COLUMNS, _SET = bucket_stats.COLUMNS, bucket_stats.SET
+STORED_FROM = 2  # the finest level stored; level 1 is computed from the points when drawn
 # ``{names}`` is one parameter holding the batch's metric names, so the statement text never
 # changes with their number (SQLAlchemy's expanding IN re-rendered it per batch, ~0.5 ms):
 # SQLite reads them from a JSON array, PostgreSQL from an array.
 _NAMES = {"sqlite": "name IN (SELECT value FROM json_each(:names))",
           "postgresql": "name = ANY(:names)"}
-_FROM_POINTS = (
-    f"INSERT INTO metric_rollups ({_COLUMNS}) "
-    f"SELECT run_id, 1, name, step / {FACTOR}, count(value), sum(value), min(value), max(value), "
-    "min(step), max(step), count(*) - count(value), min(CASE WHEN value IS NULL THEN step END), "
-    "max(raw) FROM metric_points WHERE run_id = :run AND {names} "
-    "AND step BETWEEN :lo AND :hi "
-    f"GROUP BY run_id, name, step / {FACTOR} "
-    f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}")
 _FROM_LEVEL = (
     f"INSERT INTO metric_rollups ({_COLUMNS}) "
     f"SELECT run_id, :level, name, bucket / {FACTOR}, sum(n), sum(vsum), min(vmin), max(vmax), "
@@ -68,8 +59,7 @@ _FROM_LEVEL = (
     "AND bucket BETWEEN :lo AND :hi "
     f"GROUP BY run_id, name, bucket / {FACTOR} "
     f"ON CONFLICT (run_id, level, name, bucket) DO UPDATE SET {_SET}")
-_STATEMENTS = {dialect: (text(_FROM_POINTS.replace("{names}", cond)),
-                         text(_FROM_LEVEL.replace("{names}", cond)))
+_STATEMENTS = {dialect: text(_FROM_LEVEL.replace("{names}", cond))
                for dialect, cond in _NAMES.items()}
 
 
@@ -77,25 +67,25 @@ def width(level: int) -> int:
     return FACTOR ** level
 
 
-def refresh(db: Session, run_id: int, names: Sequence[str], lo: int, hi: int,
-            levels: range = range(1, LEVELS + 1)) -> None:
-    """Recompute the buckets of ``levels`` that hold steps ``lo..hi`` of these metrics (all
-    metrics when ``names`` is None), each level from the one below."""
+def refresh(db: Session, run_id: int, names: Sequence[str] | None, lo: int, hi: int) -> None:
+    """Recompute the stored buckets that hold steps ``lo..hi`` of these metrics (all metrics
+    when ``names`` is None): level ``STORED_FROM`` from the points, each level above from the
+    one below. Level 1 is never stored (``bucket_stats``: computed when drawn)."""
     connection = db.connection()
     postgres = connection.dialect.name == "postgresql"
-    from_points, from_level = _STATEMENTS["postgresql" if postgres else "sqlite"]
+    from_level = _STATEMENTS["postgresql" if postgres else "sqlite"]
     if names is None:
         names = stored_names(db, run_id)
     if not names:
         return
-    listed = sorted({n[:200] for n in names})  # as stored (``ingest._point`` cuts names)
+    listed = sorted({n[:200] for n in names})  # as stored (``inbox.storable`` cuts names)
     names_param = listed if postgres else json.dumps(listed)
-    for level in levels:
-        if level == 1:
-            connection.execute(from_points, {
-                "run": run_id, "names": names_param, "lo": lo // FACTOR * FACTOR,
-                "hi": hi // FACTOR * FACTOR + FACTOR - 1})
-            continue
+    base = width(STORED_FROM)  # from the points, decoded: the database cannot read a chunk
+    settled = store.read(db, run_id, listed, lo // base * base - 1, hi // base * base + base - 1)
+    bucket_stats.write(db, run_id, STORED_FROM, [
+        row for name, points in settled.items()
+        for row in bucket_stats.rows(name, bucket_stats.stats(points, base))])
+    for level in range(STORED_FROM + 1, LEVELS + 1):
         # buckets of the level below that make up the touched buckets of this level
         lo_b, hi_b = lo // width(level) * FACTOR, hi // width(level) * FACTOR + FACTOR - 1
         connection.execute(from_level, {"run": run_id, "level": level, "below": level - 1,
@@ -234,7 +224,13 @@ def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: 
     """One point per bucket at its middle step: the mean, with the bucket's min, max and count
     (drawn as a band; a line through alternating extremes would draw a sawtooth that is not in
     the data); a bucket with NaN/inf adds one such value at its first one. ``merge`` stored
-    buckets are joined into one (aligned to multiples of ``merge``, the same at every zoom)."""
+    buckets are joined into one (aligned to multiples of ``merge``, the same at every zoom).
+    Below the stored levels the buckets are computed from the points."""
+    if level < STORED_FROM:
+        wide = width(level) * merge
+        points = store.read(db, run_id, names, lo // wide * wide - 1, hi // wide * wide + wide - 1)
+        return {name: bucket_stats.drawn(bucket_stats.stats(p, wide))
+                for name, p in points.items()}
     query = ("SELECT name, min(first_step), max(last_step), sum(n), sum(vsum), min(vmin), "
              "max(vmax), min(nonfinite_step), max(nonfinite_raw) FROM metric_rollups "
              "WHERE run_id = :run AND level = :level AND bucket BETWEEN :lo AND :hi")

@@ -6,7 +6,7 @@ a run evaluates (or saves a checkpoint) the step stands still, so the minutes of
 then were stored as one point, the last (issue 56): the system charts, drawn against the clock
 for exactly that case, showed nothing of it. Every received row that carries a plausible
 ``system/time`` is therefore also stored here, keyed by that time; the system charts draw
-these, and ``metric_points`` keeps each step's last sample for everything else.
+these, and the metric store keeps each step's last sample for everything else.
 """
 
 from __future__ import annotations

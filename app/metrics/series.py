@@ -9,16 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter
 
 import numpy as np
-from sqlalchemy import Connection, Select, func, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 from tsdownsample import MinMaxLTTBDownsampler
 
-from app.metrics.models import MetricPoint
+from app.metrics import store
 
 
 @dataclass
@@ -66,74 +62,10 @@ def _text(value: float) -> float | str:
 
 def load_series(db: Session, run_id: int, names: list[str] | None = None,
                 after: int | None = None, through: int | None = None) -> dict[str, Series]:
-    """Per metric name, its steps and values in step order (NaN/inf restored from ``raw``).
-
-    Runs on the Core connection, not the ORM: a long run has hundreds of thousands of points
-    and the page that draws them is polled."""
-    if not names and (after is not None or through is not None):
-        # the key is (run, name, step): a step range is an index range only name by name
-        names = stored_names(db, run_id)
-    stmt = select(MetricPoint.name, MetricPoint.step, MetricPoint.value, MetricPoint.raw).where(
-        MetricPoint.run_id == run_id)
-    if names:
-        stmt = stmt.where(MetricPoint.name.in_(names))
-    if after is not None:  # a live page asking only for what it has not drawn yet
-        stmt = stmt.where(MetricPoint.step > after)
-    if through is not None:
-        stmt = stmt.where(MetricPoint.step <= through)
-    connection = db.connection()
-    if connection.dialect.name == "postgresql":
-        return _grouped(connection, stmt)
-    rows = _plain_rows(connection, stmt.order_by(MetricPoint.name, MetricPoint.step))
-    out: dict[str, Series] = {}
-    # one metric's rows at a time, transposed in C (``zip``): a Python step per point was a
-    # third of a polled chart panel
-    for name, group in groupby(rows, key=itemgetter(0)):
-        _, steps, values, raws = zip(*group, strict=True)
-        if None in values:
-            values = tuple(v if v is not None else _number(r) for v, r in zip(values, raws,
-                                                                               strict=True))
-        out[name] = Series(steps=list(steps), values=list(values))
-    return out
-
-
-def _plain_rows(connection: Connection, stmt: Select) -> list[tuple]:
-    """SQLite: the driver's own tuples, without a Row object per point (a third of a 1k-step
-    page's time went to building them)."""
-    compiled = stmt.compile(dialect=connection.dialect,
-                            compile_kwargs={"render_postcompile": True})
-    params = [compiled.params[key] for key in compiled.positiontup or ()]
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        return cursor.execute(str(compiled), params).fetchall()
-    finally:
-        cursor.close()
-
-
-def _number(raw: str | None) -> float:
-    try:
-        return float(raw) if raw else math.nan
-    except ValueError:
-        return math.nan
-
-
-def _grouped(connection: Connection, stmt: Select) -> dict[str, Series]:
-    """PostgreSQL: one row per metric with its points as arrays (decoded by the driver in C),
-    instead of one Python row object per point (~3 us each: 75 ms for a 1k-step page)."""
-    points = stmt.subquery()
-    grouped = select(
-        points.c.name,
-        func.array_agg(aggregate_order_by(points.c.step, points.c.step)),
-        func.array_agg(aggregate_order_by(points.c.value, points.c.step)),
-        func.array_agg(aggregate_order_by(points.c.raw, points.c.step)),
-    ).group_by(points.c.name).order_by(points.c.name)
-    out: dict[str, Series] = {}
-    for name, steps, values, raws in connection.execute(grouped):
-        if None in values:
-            values = [v if v is not None else _number(r) for v, r in zip(values, raws,
-                                                                         strict=True)]
-        out[name] = Series(steps=steps, values=values)
-    return out
+    """Per metric name, its settled steps and values in step order (NaN/inf as logged), with
+    ``after < step <= through`` when given: decoded from the run's chunks (``store.read``)."""
+    return {name: Series(steps=steps.tolist(), values=values.tolist())
+            for name, (steps, values) in store.read(db, run_id, names, after, through).items()}
 
 
 def stored_names(db: Session, run_id: int) -> list[str]:

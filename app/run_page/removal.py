@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import shutil
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from app.artifacts.storage import remove_run
 from app.core.config import get_settings
-from app.metrics.models import MetricPoint
+from app.metrics import store
 from app.runs import lifecycle
 from app.runs.models import Run
 
@@ -25,9 +24,9 @@ def deletion_refusal(run: Run) -> str | None:
 
 def delete_run(db: Session, run: Run) -> None:
     """Remove a finished run; its findings, rollups and rollouts go with it (ON DELETE CASCADE),
-    its points are deleted here: on PostgreSQL they have no foreign key (migration ingest_0001).
-    Steps still in its inbox (a run failed as lost is never settled) go by their key's cascade."""
-    db.execute(delete(MetricPoint).where(MetricPoint.run_id == run.id))
+    its metric chunks too, deleted here first. Steps still in its inbox (a run failed as lost is
+    never settled) go by their key's cascade."""
+    store.delete_run(db, run.id)
     db.delete(run)
     db.flush()
 

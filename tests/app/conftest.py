@@ -87,7 +87,7 @@ def receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
             db.commit()
 
 
-METRIC_TABLES = re.compile(r"\b(metric_points|metric_rollups)\b")
+METRIC_TABLES = re.compile(r"\b(metric_chunks|metric_rollups)\b")
 
 
 def _plan_rows(plan: dict[str, Any]) -> int:
@@ -99,7 +99,7 @@ def _plan_rows(plan: dict[str, Any]) -> int:
 
 @contextmanager
 def metric_rows_read() -> Iterator[list[int]]:
-    """Rows the app reads from metric_points and metric_rollups inside the block (one number per
+    """Rows the app reads from metric_chunks and metric_rollups inside the block (one number per
     SELECT). SQLite: every statement the connection runs (its trace, which also sees the raw
     cursor ``load_series`` uses), re-counted afterwards; PostgreSQL: every statement SQLAlchemy
     sends, re-run under EXPLAIN ANALYZE for the rows each scan of those tables produced."""

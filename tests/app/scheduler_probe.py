@@ -24,7 +24,8 @@ from grpodeck.contract.heartbeat import Heartbeat
 
 HEARTBEAT = Heartbeat(name="scheduler@probe", host="probe", pid=os.getpid())
 GIVE_UP_S = 60.0
-STORED = text("SELECT (SELECT count(*) FROM metric_points WHERE run_id = r.id AND name = 'reward')"
+STORED = text("SELECT (SELECT coalesce(sum(c.n), 0) FROM metric_chunks c JOIN metric_keys k "
+              "ON k.id = c.metric_id WHERE c.run_id = r.id AND k.name = 'reward')"
               " + (SELECT count(*) FROM metric_inbox WHERE run_id = r.id) FROM runs r "
               "WHERE r.source = 'imported' ORDER BY r.id DESC LIMIT 1")
 

@@ -255,9 +255,9 @@ def test_only_the_owner_or_an_admin_deletes_a_finished_run_and_its_data(client: 
     assert gone.status_code == 200 and gone.headers["HX-Redirect"] == "/runs"
     assert client.get(f"/api/runs/{run_id}", headers=admin).status_code == 404
     with get_sessionmaker()() as db:
-        from app.metrics.models import MetricPoint
+        from tests.settled import point_count
 
-        assert db.scalar(select(MetricPoint).where(MetricPoint.run_id == run_id)) is None
+        assert point_count(db, run_id) == 0
     second = client.post("/api/runs", json=SPEC, headers=owner).json()["id"]
     client.post(f"/api/runs/{second}/cancel", headers=owner)  # queued: cancelled at once
     assert client.delete(f"/api/runs/{second}", headers=admin).status_code == 204

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from app.core.db import get_sessionmaker
 from app.ingest import pipeline
-from app.metrics.models import InboxStep, MetricPoint, MetricRollup
+from app.metrics.models import InboxStep, MetricRollup
 from app.metrics.rollups import (
     BUCKET_WEIGHT,
     FACTOR,
     LEVELS,
+    STORED_FROM,
     catch_up,
     chart_data,
     merge_factor,
@@ -29,7 +31,7 @@ from app.metrics.rollups import (
 from app.runs.models import Run
 from app.runs.service import get_run_for_update
 from tests.app.conftest import running_run
-from tests.settled import settle
+from tests.settled import point_count, settle, stored_points
 
 
 def _receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
@@ -40,11 +42,21 @@ def _receive(run_id: int, rows: list[tuple[int, dict[str, float]]]) -> None:
         db.commit()
 
 
-def _expected(points: list[MetricPoint]) -> dict[tuple[int, str, int], tuple]:
+@dataclass(frozen=True)
+class Point:
+    """A settled point; ``value`` None for a NaN/inf (the summaries count those apart)."""
+
+    name: str
+    step: int
+    value: float | None
+    raw: str | None = None  # its text ("nan", "inf", "-inf") when not finite
+
+
+def _expected(points: list[Point]) -> dict[tuple[int, str, int], tuple]:
     """Every level's buckets computed straight from the points."""
     out: dict[tuple[int, str, int], tuple] = {}
-    for level in range(1, LEVELS + 1):
-        groups: dict[tuple[str, int], list[MetricPoint]] = defaultdict(list)
+    for level in range(STORED_FROM, LEVELS + 1):
+        groups: dict[tuple[str, int], list[Point]] = defaultdict(list)
         for p in points:
             groups[(p.name, p.step // FACTOR ** level)].append(p)
         for (name, bucket), ps in groups.items():
@@ -58,10 +70,11 @@ def _expected(points: list[MetricPoint]) -> dict[tuple[int, str, int], tuple]:
     return out
 
 
-def _stored(run_id: int) -> tuple[list[MetricPoint], dict[tuple[int, str, int], tuple]]:
+def _stored(run_id: int) -> tuple[list[Point], dict[tuple[int, str, int], tuple]]:
     with get_sessionmaker()() as db:
         settle(db, [run_id])
-        points = list(db.scalars(select(MetricPoint).where(MetricPoint.run_id == run_id)))
+        points = [Point(name, step, value, raw)
+                  for (step, name), (value, raw) in stored_points(db, run_id).items()]
         rollups = {(r.level, r.name, r.bucket): (
             r.n, round(r.vsum, 9) if r.vsum is not None else None, r.vmin, r.vmax,
             r.first_step, r.last_step, r.nonfinite, r.nonfinite_step)
@@ -81,7 +94,7 @@ def test_every_level_equals_the_points_after_overlaps_resends_and_nonfinite(
         run = db.get(Run, run_id)
         assert run is not None and (run.rollups_stale_lo, run.rollups_stale_hi) == (0, 631)
         assert db.scalar(select(func.count()).select_from(InboxStep)) == 632
-        assert db.scalar(select(func.count()).select_from(MetricPoint)) == 0
+        assert point_count(db) == 0
         catch_up(db, run)  # ... which the next read spreads into points and summaries
         assert db.get(Run, run_id).rollups_stale_lo is None
         assert db.scalar(select(func.count()).select_from(InboxStep)) == 0
@@ -95,9 +108,10 @@ def test_every_level_equals_the_points_after_overlaps_resends_and_nonfinite(
     assert len(points) == 2 * 632 + 2 * 4300  # steps 0..631 of reward and kl, then 700..4999
     expected = _expected(points)
     assert rollups == expected
-    assert rollups[(1, "reward", 300 // FACTOR)][3] == 50.0  # the spike is the bucket max
-    assert rollups[(1, "kl", 300 // FACTOR)][6:] == (2, 300)  # NaN and inf, first at 300
-    assert rollups[(1, "reward", 17 // FACTOR)][2] == -9.0  # the re-sent value, not the old
+    wide = FACTOR ** STORED_FROM  # the finest stored level (level 1 is drawn from the points)
+    assert rollups[(2, "reward", 300 // wide)][3] == 50.0  # the spike is the bucket max
+    assert rollups[(2, "kl", 300 // wide)][6:] == (2, 300)  # NaN and inf, first at 300
+    assert rollups[(2, "reward", 17 // wide)][2] == -9.0  # the re-sent value, not the old
 
 
 def test_a_long_run_is_drawn_from_a_coarse_level_and_zoom_reads_the_finer_one(

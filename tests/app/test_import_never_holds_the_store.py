@@ -40,7 +40,8 @@ pytestmark = pytest.mark.one_backend
 BOUND_S = 2.0  # a heartbeat or a report answers within this while the import runs
 STEPS = 8_000  # ~12 MB: a metrics dict and a printed sample (LaTeX braces) per step
 GIVE_UP_S = 120.0
-STORED = text("SELECT (SELECT count(*) FROM metric_points WHERE run_id = :run AND name = 'reward')"
+STORED = text("SELECT (SELECT coalesce(sum(c.n), 0) FROM metric_chunks c JOIN metric_keys k "
+              "ON k.id = c.metric_id WHERE c.run_id = :run AND k.name = 'reward')"
               " + (SELECT count(*) FROM metric_inbox WHERE run_id = :run)")
 SAMPLE = ("[sample] <|im_start|>user Solve $\\frac{1}{2} + \\frac{3}{4}$, answer in \\boxed{}."
           " <|im_start|>assistant \\frac{1}{2} = \\frac{2}{4}, so the sum is \\frac{5}{4}: "

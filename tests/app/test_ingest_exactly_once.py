@@ -10,15 +10,13 @@ import json
 import math
 
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
 
 from app.core.db import get_sessionmaker
 from app.health import state_cache
-from app.metrics.models import MetricPoint
 from app.runs.models import Run
 from tests.app.conftest import running_run
 from tests.app.test_chart_rollups import _expected, _stored
-from tests.settled import settle
+from tests.settled import point_count, settle
 
 NAMES = [f"m{i}" for i in range(20)] + ["reward", "reward_std", "kl", "entropy", "loss"]
 STEPS = 100  # x 25 metrics = 2,500 points, one inbox row per step, spread on the first read
@@ -53,12 +51,11 @@ def test_a_resent_big_batch_is_stored_once_with_the_values_sent_last(client: Tes
     assert stored[(STEPS - 2, "reward")] == (None, "-inf")
     assert stored[(1, "m3")] == (math.cos(1 + 3) + 1, None)  # the re-sent value, not the first
     expected = _expected(points)
-    assert {k: v for k, v in rollups.items() if k[0] == 1} == {
-        k: v for k, v in expected.items() if k[0] == 1}
+    assert {k: v for k, v in rollups.items() if k[0] == 2} == {
+        k: v for k, v in expected.items() if k[0] == 2}
     with get_sessionmaker()() as db:
         assert db.get_bind().dialect.name in ("sqlite", "postgresql")
-        total = db.scalar(select(func.count()).select_from(MetricPoint)
-                          .where(MetricPoint.run_id == run_id))
+        total = point_count(db, run_id)
     assert total == STEPS * 25
 
 
@@ -110,7 +107,5 @@ def test_deleting_a_finished_run_deletes_its_points(client: TestClient) -> None:
     assert client.delete(f"/api/runs/{doomed}").status_code == 204
     with get_sessionmaker()() as db:
         settle(db, [kept])
-        left = dict(db.execute(select(MetricPoint.run_id, func.count())
-                               .where(MetricPoint.run_id.in_([doomed, kept]))
-                               .group_by(MetricPoint.run_id)).all())
-    assert left == {kept: STEPS * 25}
+        left = {run_id: point_count(db, run_id) for run_id in (doomed, kept)}
+    assert left == {doomed: 0, kept: STEPS * 25}

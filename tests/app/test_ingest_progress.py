@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 import app.models  # noqa: F401  (every table on the metadata)
@@ -21,8 +21,8 @@ from app.diagnostics import diagnose
 from app.health.service import context_for
 from app.metrics import inbox, rollups
 from app.metrics.ingest import _update_progress, ingest, store
-from app.metrics.models import MetricPoint
 from app.runs.models import Run
+from tests.settled import stored_points
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -46,7 +46,7 @@ def db(tmp_path) -> Iterator[Session]:  # type: ignore[no-untyped-def]
 
 
 def stored(db: Session) -> dict[tuple[int, str], tuple[float | None, str | None]]:
-    return {(p.step, p.name): (p.value, p.raw) for p in db.scalars(select(MetricPoint))}
+    return stored_points(db)
 
 
 # --- points: stored one row per step, spread into per-metric points ----------------------------

@@ -4,16 +4,19 @@ sort parameter outside the whitelist is a clear 400 that never reaches the SQL."
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.core.db import get_sessionmaker
-from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.models import MetricRollup
 from app.metrics.settler import settle_all
 from app.runs.models import Run
 from tests.app.conftest import html, receive
 from tests.conftest import tiny_spec
+from tests.settled import add_points
 
 PER_PAGE = 20
 
@@ -28,16 +31,14 @@ def stored(name: str, reward: float | None = None, kl: float | None = None) -> i
 
 def add(db: Session, name: str, reward: float | None = None, kl: float | None = None) -> int:
     """A finished run; with ``reward``/``kl`` its last points and the reward's level-1 summary
-    written straight as rows (cheap: the sort reads only these tables)."""
+    written straight into the store and the finest stored summary level (cheap: the sort reads only these)."""
     run = Run(name=name, spec=tiny_spec(name=name), status="succeeded", max_steps=5)
     db.add(run)
     db.flush()
     if reward is not None:
-        db.add_all([MetricPoint(run_id=run.id, name="reward", step=1, value=reward / 2),
-                    MetricPoint(run_id=run.id, name="reward", step=2, value=reward),
-                    MetricPoint(run_id=run.id, name="reward", step=3, value=None, raw="nan"),
-                    MetricPoint(run_id=run.id, name="kl", step=2, value=kl),
-                    MetricRollup(run_id=run.id, level=1, name="reward", bucket=0, n=2,
+        add_points(db, run.id, [("reward", 1, reward / 2), ("reward", 2, reward),
+                                ("reward", 3, math.nan), ("kl", 2, kl)])
+        db.add_all([MetricRollup(run_id=run.id, level=2, name="reward", bucket=0, n=2,
                                  vsum=1.5 * reward, vmin=min(reward, reward / 2),
                                  vmax=max(reward, reward / 2), first_step=1, last_step=3,
                                  nonfinite=1, nonfinite_step=3, nonfinite_raw="nan")])

@@ -15,23 +15,23 @@ from sqlalchemy.orm import Session
 
 from app.core.db import make_engine
 from app.listing import service as listing
-from app.metrics.models import MetricPoint, MetricRollup
+from app.metrics.models import MetricRollup
 from app.runs.models import Run
 from tests.conftest import tiny_spec
 from tests.e2e.conftest import DESK, PHONE
 from tests.e2e.test_phone_and_keyboard import SMALL_TARGETS
+from tests.settled import add_points
 from tests.stack import Stack
 
 COUNT = 64  # more than a page of 50: the first made is on page 2 of the default order
 NAME = "dense-{:02d}-qwen2.5-0.5b-instruct-grpo-length-target-lr-3e-6-beta-0.04-generations-8"
 
 
-def metric_rows(run_id: int, reward: float, kl: float) -> list[object]:
-    """The last reward and KL the row shows (and sorts by), written straight as rows."""
-    return [MetricPoint(run_id=run_id, name="reward", step=1, value=reward),
-            MetricPoint(run_id=run_id, name="kl", step=1, value=kl),
-            MetricRollup(run_id=run_id, level=1, name="reward", bucket=0, n=1, vsum=reward,
-                         vmin=reward, vmax=reward, first_step=1, last_step=1, nonfinite=0)]
+def metric_rows(db: Session, run_id: int, reward: float, kl: float) -> None:
+    """The last reward and KL the row shows (and sorts by), written straight into the store."""
+    add_points(db, run_id, [("reward", 1, reward), ("kl", 1, kl)])
+    db.add(MetricRollup(run_id=run_id, level=2, name="reward", bucket=0, n=1, vsum=reward,
+                        vmin=reward, vmax=reward, first_step=1, last_step=1, nonfinite=0))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def dense(live: Stack) -> list[int]:
             db.flush()
             for i, run in enumerate(runs):
                 reward = {0: 9.0, COUNT - 1: -9.0}.get(i, 0.5 + 0.001 * i)
-                db.add_all(metric_rows(run.id, reward, 0.0 if i == 0 else 0.01 * (i + 1)))
+                metric_rows(db, run.id, reward, 0.0 if i == 0 else 0.01 * (i + 1))
             db.commit()
             return [r.id for r in runs]
     finally:

@@ -21,12 +21,11 @@ from sqlalchemy.orm import Session
 from app.core.config import ROOT
 from app.core.db import make_engine
 from app.health.models import FindingRecord
-from app.metrics.models import MetricPoint
 from app.runs import service
 from app.runs.models import Run
 from grpodeck.contract.spec import RunSpec
 from tests.conftest import migrate
-from tests.settled import settle
+from tests.settled import point_count, settle, stored_points
 from tests.stack import free_port
 
 REPORTERS = 8
@@ -120,9 +119,8 @@ def test_concurrent_reporters_lose_nothing_and_store_each_point_once(
     with Session(engine) as db:
         settle(db, [run_id for run_id, _ in ids])
         for run_id, _ in ids:
-            points = db.execute(select(MetricPoint.step, MetricPoint.name, MetricPoint.value)
-                                .where(MetricPoint.run_id == run_id)).all()
-            assert len(points) == last_step * len(METRICS)  # once each, none missing
+            points = [(s, n, v) for (s, n), (v, _) in stored_points(db, run_id).items()]
+            assert point_count(db, run_id) == last_step * len(METRICS)  # once each, none missing
             expected = {(s, n): _value(run_id, s, n, 1 if (s - 1) // steps_per_batch % 3 == 0 else 0)
                         for s in range(1, last_step + 1) for n in METRICS}
             assert {(s, n): v for s, n, v in points} == expected
@@ -193,7 +191,6 @@ def test_more_writers_than_request_threads_are_queued_never_answered_busy(
     engine = make_engine(database_url)
     with Session(engine) as db:
         settle(db, [run_id for run_id, _ in ids])
-        counts = dict(db.execute(select(MetricPoint.run_id, func.count())
-                                 .group_by(MetricPoint.run_id)).all())
+        counts = {run_id: point_count(db, run_id) for run_id, _ in ids}
     engine.dispose()
     assert counts == {run_id: 40 * len(METRICS) for run_id, _ in ids}

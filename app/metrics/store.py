@@ -1,0 +1,149 @@
+"""The settled points of every run: written and read as per-metric chunks (``chunks.py``).
+
+Every reader of settled points comes through here (charts, the metric API, compare, export,
+the diagnosis replay, the runs list); the settler is the one writer (``inbox.spread``). A
+series is read as numpy arrays, one decode per chunk instead of one Python tuple per point.
+
+Metric names are stored once, in ``metric_keys``; a chunk row carries the name's id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.metrics import chunks
+from app.metrics.chunks import Points
+from app.metrics.models import MetricChunk, MetricKey
+
+EMPTY: Points = (np.empty(0, np.int64), np.empty(0, np.float64))
+
+
+def metric_ids(db: Session, names: Iterable[str], create: bool = False) -> dict[str, int]:
+    """Name -> id of the names that have one; with ``create``, every name gets one. Not cached
+    across transactions: an id handed out by a transaction that then rolls back would mean
+    nothing (or, on SQLite, another name) to the next one."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    connection = db.connection()
+    if create:
+        insert = (postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert)
+        connection.execute(insert(MetricKey).on_conflict_do_nothing(index_elements=["name"]),
+                           [{"name": name} for name in wanted])
+    return dict(connection.execute(select(MetricKey.name, MetricKey.id)
+                                   .where(MetricKey.name.in_(wanted))).tuples().all())
+
+
+def write(db: Session, run_id: int, points: dict[str, Points]) -> None:
+    """Write each metric's points (ascending, unique steps) over what its chunks hold: a step
+    already stored takes its new value. The caller holds the run's write lock."""
+    points = {name: p for name, p in points.items() if p[0].size}
+    if not points:
+        return
+    ids = metric_ids(db, points, create=True)
+    pieces = {(ids[name], chunk): piece for name, p in points.items()
+              for chunk, piece in _by_chunk(p)}
+    stored = _stored_chunks(db, run_id, {chunk for _, chunk in pieces})
+    rows = []
+    for (metric_id, chunk), piece in pieces.items():
+        steps, values = chunks.merge(stored.get((metric_id, chunk), EMPTY), piece)
+        rows.append({"run_id": run_id, "metric_id": metric_id, "chunk": chunk,
+                     "first_step": int(steps[0]), "last_step": int(steps[-1]),
+                     "n": int(steps.size), "last_finite": chunks.last_finite(values),
+                     "data": chunks.encode(steps, values)})
+    connection = db.connection()
+    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = insert(MetricChunk)
+    connection.execute(statement.on_conflict_do_update(
+        index_elements=["run_id", "metric_id", "chunk"],
+        set_={c: statement.excluded[c] for c in
+              ("first_step", "last_step", "n", "last_finite", "data")}), rows)
+
+
+def _by_chunk(points: Points) -> list[tuple[int, Points]]:
+    """The points split where their chunk changes."""
+    steps, values = points
+    index = steps >> chunks.CHUNK_BITS
+    cuts = np.flatnonzero(np.diff(index)) + 1
+    return [(int(index[part[0]]), (steps[part], values[part]))
+            for part in np.split(np.arange(steps.size), cuts)]
+
+
+_STORED = text("SELECT metric_id, chunk, n, data FROM metric_chunks "
+               "WHERE run_id = :run AND chunk IN :chunks").bindparams(
+    bindparam("chunks", expanding=True))
+
+
+def _stored_chunks(db: Session, run_id: int, wanted: set[int]) -> dict[tuple[int, int], Points]:
+    """The run's chunks with these indexes, decoded, by (metric id, chunk)."""
+    rows = db.connection().execute(_STORED, {"run": run_id, "chunks": sorted(wanted)})
+    return {(metric_id, chunk): chunks.decode(data, n) for metric_id, chunk, n, data in rows}
+
+
+def read(db: Session, run_id: int, names: Sequence[str] | None = None,
+         after: int | None = None, through: int | None = None) -> dict[str, Points]:
+    """Per metric name (all, or ``names``), its settled points with ``after < step <=
+    through``, in step order; names in order."""
+    stmt = (select(MetricKey.name, MetricChunk.n, MetricChunk.data)
+            .join(MetricKey, MetricKey.id == MetricChunk.metric_id)
+            .where(MetricChunk.run_id == run_id))
+    if names:
+        stmt = stmt.where(MetricKey.name.in_(list(names)))
+    if after is not None:
+        stmt = stmt.where(MetricChunk.chunk >= chunks.chunk_of(max(after + 1, 0)),
+                          MetricChunk.last_step > after)
+    if through is not None:
+        stmt = stmt.where(MetricChunk.chunk <= chunks.chunk_of(max(through, 0)),
+                          MetricChunk.first_step <= through)
+    parts: dict[str, list[Points]] = {}
+    for name, n, data in db.connection().execute(
+            stmt.order_by(MetricKey.name, MetricChunk.chunk)):
+        parts.setdefault(name, []).append(chunks.decode(data, n))
+    out: dict[str, Points] = {}
+    for name, pieces in parts.items():
+        steps = np.concatenate([p[0] for p in pieces])
+        values = np.concatenate([p[1] for p in pieces])
+        if after is not None or through is not None:
+            keep = (steps > (-2**63 if after is None else after)) & (
+                steps <= (2**63 - 1 if through is None else through))
+            steps, values = steps[keep], values[keep]
+        if steps.size:
+            out[name] = (steps, values)
+    return out
+
+
+def last_points(db: Session, run_id: int) -> dict[str, tuple[int, float]]:
+    """Per metric name, its last settled (step, value), NaN/inf as stored: one chunk each."""
+    last = (select(MetricChunk.metric_id, func.max(MetricChunk.chunk).label("chunk"))
+            .where(MetricChunk.run_id == run_id).group_by(MetricChunk.metric_id).subquery())
+    stmt = (select(MetricKey.name, MetricChunk.n, MetricChunk.data)
+            .join(last, (MetricChunk.metric_id == last.c.metric_id)
+                  & (MetricChunk.chunk == last.c.chunk))
+            .join(MetricKey, MetricKey.id == MetricChunk.metric_id)
+            .where(MetricChunk.run_id == run_id))
+    out = {}
+    for name, n, data in db.connection().execute(stmt):
+        steps, values = chunks.decode(data, n)
+        out[name] = (int(steps[-1]), float(values[-1]))
+    return out
+
+
+def last_finite_sql(metric: str) -> str:
+    """SQL for a run's (``runs.id``) last finite value of ``metric``, one keyed seek back from
+    its last chunk. ``metric`` is one of the app's own names, never user text."""
+    if not metric.replace("_", "").replace("/", "").isalnum():
+        raise ValueError(f"not a metric name for SQL: {metric!r}")
+    return ("(SELECT c.last_finite FROM metric_chunks c WHERE c.run_id = runs.id "
+            f"AND c.metric_id = (SELECT id FROM metric_keys WHERE name = '{metric}') "
+            "AND c.last_finite IS NOT NULL ORDER BY c.chunk DESC LIMIT 1)")
+
+
+def delete_run(db: Session, run_id: int) -> None:
+    """Every chunk of the run (the foreign key would cascade; done here so a run's deletion
+    does not depend on it)."""
+    db.execute(delete(MetricChunk).where(MetricChunk.run_id == run_id))
