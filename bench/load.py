@@ -243,18 +243,16 @@ def _stored(run_ids: list[int]) -> dict[int, set[tuple[int, str]]]:
     from sqlalchemy import select
 
     from app.core import db
-    from app.metrics import rollups
-    from app.metrics.models import MetricPoint
+    from app.metrics import rollups, store
     from app.runs.models import Run
 
     stored: dict[int, set[tuple[int, str]]] = defaultdict(set)
     with db.get_sessionmaker()() as session:
         for run in session.scalars(select(Run).where(Run.id.in_(run_ids))):
             rollups.catch_up(session, run)  # spread the inbox, as any reader of the app does
-        rows = session.execute(select(MetricPoint.run_id, MetricPoint.step, MetricPoint.name)
-                               .where(MetricPoint.run_id.in_(run_ids)))
-        for run_id, step, name in rows:
-            stored[run_id].add((step, name))
+        for run_id in run_ids:
+            for name, (steps, _) in store.read(session, run_id).items():
+                stored[run_id].update((step, name) for step in steps.tolist())
     db.get_engine().dispose()
     return stored
 
