@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -30,13 +31,15 @@ from sqlalchemy.orm import Session
 from app.core.config import get_settings
 from app.diagnostics import Diagnosis, DiagnosticsState, RunContext
 from app.health.models import DiagnosticsRecord
-from app.metrics import inbox, store
+from app.metrics import chunks, inbox, store
+from app.metrics.names import Row
 from app.runs import lifecycle
 from app.runs.models import Run
 
 MAX_RUNS = 256  # live runs served by one process; older entries are simply reloaded
 MAX_PENDING_ROWS = 2_000  # rows held back between two evaluations before they are fed anyway
 EVERY_BATCH_BELOW_STEP = 20  # a smoke run's batches are all evaluated (see above)
+WINDOW_CHUNKS = 16  # chunks of steps (16,384 steps) replayed at a time
 
 
 @dataclass
@@ -53,18 +56,27 @@ _entries: OrderedDict[int, _Entry] = OrderedDict()
 _guard = threading.Lock()
 
 
-def _stored_rows(db: Session, run_id: int, after: int) -> list[tuple[int, dict[str, float]]]:
-    """Values stored after ``after`` as rows by step: the settled points, and over them the
-    inbox's steps that ``rollups.settle`` has not spread yet (newer: a re-sent step). The inbox
-    is read first: a settle committing in between shows its steps twice, never not at all."""
+def _stored_rows(db: Session, run_id: int, after: int) -> Iterator[list[Row]]:
+    """Values stored after ``after`` as rows by step, ``WINDOW_CHUNKS`` chunks of steps at a
+    time (a 1M-step run's history is 30M values: as one list of dicts it took gigabytes): the
+    settled points, and over them the inbox's steps that ``rollups.settle`` has not spread yet
+    (newer: a re-sent step). The inbox is read first: a settle committing in between shows its
+    steps twice, never not at all."""
     waiting = inbox.pending(db, run_id, after)
-    rows: dict[int, dict[str, float]] = {}
-    for name, (steps, values) in store.read(db, run_id, after=after).items():
-        for step, value in zip(steps.tolist(), values.tolist(), strict=True):
-            rows.setdefault(step, {})[name] = value
-    for step, metrics in waiting:
-        rows.setdefault(step, {}).update(metrics)
-    return sorted(rows.items())
+    present = sorted(set(store.chunk_indexes(db, run_id, after))
+                     | {chunks.chunk_of(step) for step, _ in waiting})
+    for i in range(0, len(present), WINDOW_CHUNKS):
+        lo = max(after + 1, present[i] << chunks.CHUNK_BITS)
+        hi = ((present[min(i + WINDOW_CHUNKS, len(present)) - 1] + 1) << chunks.CHUNK_BITS) - 1
+        rows: dict[int, dict[str, float]] = {}
+        for name, (steps, values) in store.read(db, run_id, after=lo - 1, through=hi).items():
+            for step, value in zip(steps.tolist(), values.tolist(), strict=True):
+                rows.setdefault(step, {})[name] = value
+        for step, metrics in waiting:
+            if lo <= step <= hi:
+                rows.setdefault(step, {}).update(metrics)
+        if rows:
+            yield sorted(rows.items())
 
 
 def _load(db: Session, run: Run, context: RunContext,
@@ -86,20 +98,23 @@ def _load(db: Session, run: Run, context: RunContext,
     if state.stale or (rows and min(step for step, _ in rows) <= through):
         state.stale = True
         return state, max([through, *(step for step, _ in rows)]), True
-    replay = _stored_rows(db, run.id, through)
-    if replay:
-        state.update(replay, context)
-        through = max(through, replay[-1][0])
-    return state, through, bool(replay)
+    replayed = False
+    for window in _stored_rows(db, run.id, through):
+        state.feed(window, context)
+        through, replayed = max(through, window[-1][0]), True
+    if replayed:
+        state.update([], context)
+    return state, through, replayed
 
 
 def rebuild(db: Session, run: Run, context: RunContext) -> tuple[DiagnosticsState, int]:
     """A fresh state fed the run's whole stored history (points and waiting steps, a re-sent
     step's latest values): what ``grpodeck diagnose`` of the same rows would build."""
-    state = DiagnosticsState.new(context)
-    replay = _stored_rows(db, run.id, -1)
-    state.feed(replay, context)
-    return state, (replay[-1][0] if replay else -1)
+    state, through = DiagnosticsState.new(context), -1
+    for window in _stored_rows(db, run.id, -1):
+        state.feed(window, context)
+        through = window[-1][0]
+    return state, through
 
 
 def _persist(db: Session, run_id: int, state: DiagnosticsState, through: int) -> None:

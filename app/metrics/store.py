@@ -117,6 +117,15 @@ def read(db: Session, run_id: int, names: Sequence[str] | None = None,
     return out
 
 
+def chunk_indexes(db: Session, run_id: int, after: int = -1) -> list[int]:
+    """The run's chunk indexes holding steps after ``after``, ascending."""
+    return list(db.connection().execute(
+        select(MetricChunk.chunk).distinct()
+        .where(MetricChunk.run_id == run_id, MetricChunk.last_step > after,
+               MetricChunk.chunk >= chunks.chunk_of(max(after + 1, 0)))
+        .order_by(MetricChunk.chunk)).scalars())
+
+
 def last_points(db: Session, run_id: int) -> dict[str, tuple[int, float]]:
     """Per metric name, its last settled (step, value), NaN/inf as stored: one chunk each."""
     last = (select(MetricChunk.metric_id, func.max(MetricChunk.chunk).label("chunk"))

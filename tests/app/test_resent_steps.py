@@ -361,3 +361,26 @@ def test_summaries_count_a_re_sent_step_once(client: TestClient) -> None:
     values[39] = 50.0
     assert sum(mean * n for mean, n in zip(drawn["values"], drawn["n"], strict=True)) == (
         pytest.approx(sum(values)))
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same process", "restarted"])
+def test_a_history_replayed_a_chunk_at_a_time_gives_the_findings_of_the_whole(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch, restart: bool) -> None:
+    """The live state is rebuilt (a re-sent early step) and reloaded (another process) from
+    the stored history one chunk of steps at a time (``WINDOW_CHUNKS``; a 1M-step history at
+    once took gigabytes): its findings are still ``diagnose`` of the whole exported history,
+    including a collapse that spans chunks and a NaN at the last step of one."""
+    monkeypatch.setenv("GRPODECK_DIAGNOSTICS_PERSIST_SECONDS", "0")
+    config_module.get_settings.cache_clear()
+    monkeypatch.setattr(state_cache, "WINDOW_CHUNKS", 1)
+    rows = healthy(3_000)
+    rows = [(s, {**m, "entropy": 1.1 if s < 1_500 else 0.01}) for s, m in rows]
+    run_id, headers = reporting(client, rows, cut=500)
+    settle_now(run_id)
+    if restart:
+        state_cache.forget(run_id)
+    edge = 2 * 1_024 - 1  # the last step of a chunk, so of a window
+    post(client, run_id, headers, [(edge, {**rows[edge - 1][1], "loss": math.nan})])
+    findings = assert_live_findings_are_the_rows(client, run_id)
+    assert ("loss", edge, edge) in nonfinite_findings(findings)
+    assert any(f["category"] == "entropy_collapse" for f in findings), findings
