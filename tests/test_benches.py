@@ -61,6 +61,11 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     "scaling_train.py": ([], r'SCALING \{.*"train_steps_per_second"'),
     "simulated_logs.py": ([], r"\d+ simulated logs written"),
     "step_time.py": ([], r"builtin:tiny-random +G=4 .*: +[\d.]+ s/step"),
+    "store_size.py": ([], (r"bytes/point: deck sqlite after ingest -?[\d.]+, .*deck postgresql "
+                           r"after VACUUM FULL -?[\d.]+, trackio .*mlflow .*-?[\d.]+\n"
+                           r"[\s\S]*300  deck postgresql +[\d.]+ +[\d,]+ +[\d.]+ +[\d.]+ "
+                           r"[\s\S]*\ndeck postgresql +[\d.]+ +[\d,]+ +[\d.]+ +[\d.]+ "
+                           r"+(True|False)\n")),
 }
 
 
