@@ -32,10 +32,10 @@ import orjson
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.metrics import waiting
+from app.metrics import store, waiting
 from app.metrics.names import Row
 from app.metrics.rollups import width
-from app.metrics.series import Series, all_finite, load_series, stored_names
+from app.metrics.series import Series, all_finite, load_series
 from app.runs.models import Run
 
 FORMATS = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
@@ -59,7 +59,7 @@ def snapshot(db: Session, run: Run) -> Snapshot:
     """The inbox first, then the settled chunks (a settle in between shows its steps in both,
     merged by step, never in neither)."""
     pending = waiting.rows(db, run)
-    names = sorted(set(stored_names(db, run.id)).union(*(m for _, m in pending)))
+    names = sorted(set(store.run_names(db, run.id)).union(*(m for _, m in pending)))
     settled = {int(b) for (b,) in db.connection().execute(
         _SETTLED_CHUNKS, {"run": run.id, "level": CHUNK_LEVEL})}
     chunks = sorted(settled | {step // CHUNK_STEPS for step, _ in pending})

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
 from app.metrics import bucket_stats, inbox, store, waiting
-from app.metrics.series import Series, downsample, load_series, stored_names
+from app.metrics.series import Series, downsample, load_series
 from app.runs.models import Run
 
 FACTOR = 16
@@ -75,7 +75,7 @@ def refresh(db: Session, run_id: int, names: Sequence[str] | None, lo: int, hi: 
     postgres = connection.dialect.name == "postgresql"
     from_level = _STATEMENTS["postgresql" if postgres else "sqlite"]
     if names is None:
-        names = stored_names(db, run_id)
+        names = store.run_names(db, run_id)
     if not names:
         return
     listed = sorted({n[:200] for n in names})  # as stored (``inbox.storable`` cuts names)

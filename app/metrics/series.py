@@ -68,15 +68,6 @@ def load_series(db: Session, run_id: int, names: list[str] | None = None,
             for name, (steps, values) in store.read(db, run_id, names, after, through).items()}
 
 
-def stored_names(db: Session, run_id: int) -> list[str]:
-    """The run's metric names, as ingest keeps them on the run row (``pipeline._note_names``):
-    one row, where the points table would need a scan of every point."""
-    from app.runs.models import Run  # the run imports nothing from here; keep it that way
-
-    run = db.get(Run, run_id)
-    return list(run.metric_names or []) if run is not None else []
-
-
 def downsample(series: Series, max_points: int) -> Series:
     """Keep at most ``max_points`` finite points (first, last and extremes included) plus every
     NaN/inf as-is. LTTB keeps the shape and the first and last points but may skip the global
