@@ -204,8 +204,8 @@ def _chart_data(db: Session, run: Run, max_points: int, names: list[str] | None 
         raw = waiting.merge(load_series(db, run_id, names, after=lo - 1, through=hi), pending)
         series = {n: downsample(s, max_points) for n, s in raw.items()}
     else:
-        series = waiting.merge_buckets(
-            _buckets(db, run_id, level, names, lo, hi, drawn // width(level)), pending, drawn)
+        settled, last = _buckets(db, run_id, level, names, lo, hi, drawn // width(level))
+        series = waiting.merge_buckets(settled, pending, drawn, last)
     return ChartData(series, level, drawn, known[1])
 
 
@@ -220,17 +220,20 @@ def _with_waiting(known: tuple[int, int] | None,
 
 
 def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: int,
-             hi: int, merge: int = 1) -> dict[str, Series]:
+             hi: int, merge: int = 1) -> tuple[dict[str, Series], dict[str, int]]:
     """One point per bucket at its middle step: the mean, with the bucket's min, max and count
     (drawn as a band; a line through alternating extremes would draw a sawtooth that is not in
     the data); a bucket with NaN/inf adds one such value at its first one. ``merge`` stored
     buckets are joined into one (aligned to multiples of ``merge``, the same at every zoom).
-    Below the stored levels the buckets are computed from the points."""
+    Below the stored levels the buckets are computed from the points. Also returns, per
+    metric, the last settled step read (a waiting step at or before it is a re-send its
+    bucket already counts: ``waiting.merge_buckets``)."""
     if level < STORED_FROM:
         wide = width(level) * merge
         points = store.read(db, run_id, names, lo // wide * wide - 1, hi // wide * wide + wide - 1)
-        return {name: bucket_stats.drawn(bucket_stats.stats(p, wide))
-                for name, p in points.items()}
+        return ({name: bucket_stats.drawn(bucket_stats.stats(p, wide))
+                 for name, p in points.items()},
+                {name: int(p[0][-1]) for name, p in points.items()})
     query = ("SELECT name, min(first_step), max(last_step), sum(n), sum(vsum), min(vmin), "
              "max(vmax), min(nonfinite_step), max(nonfinite_raw) FROM metric_rollups "
              "WHERE run_id = :run AND level = :level AND bucket BETWEEN :lo AND :hi")
@@ -243,9 +246,11 @@ def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: 
             bindparam("names", expanding=True))
         params["names"] = names
     out: dict[str, Series] = {}
+    lasts: dict[str, int] = {}
     for name, first, last, n, vsum, vmin, vmax, bad_step, bad_raw in db.connection().execute(
             statement, params):
         series = out.setdefault(name, Series(lows=[], highs=[], counts=[]))
+        lasts[name] = max(lasts.get(name, last), last)
         points: list[tuple[float, float, float, float, int]] = []
         if vmin is not None and n:
             points.append(((first + max(last, first)) / 2, vsum / n, vmin, vmax, n))
@@ -258,7 +263,7 @@ def _buckets(db: Session, run_id: int, level: int, names: list[str] | None, lo: 
             series.lows.append(low)  # type: ignore[union-attr]
             series.highs.append(high)  # type: ignore[union-attr]
             series.counts.append(count)  # type: ignore[union-attr]
-    return out
+    return out, lasts
 
 
 def _nonfinite(raw: str | None) -> float:

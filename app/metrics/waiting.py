@@ -68,27 +68,27 @@ def merge(settled: dict[str, Series], waiting: dict[str, Series]) -> dict[str, S
     return dict(sorted(out.items()))
 
 
-def merge_buckets(settled: dict[str, Series], waiting: dict[str, Series],
-                  width: int) -> dict[str, Series]:
+def merge_buckets(settled: dict[str, Series], waiting: dict[str, Series], width: int,
+                  last_settled: dict[str, int]) -> dict[str, Series]:
     """Summarised series (one point per bucket of ``width`` steps) with the waiting steps past
-    each series' last settled step folded into buckets of their own, or into the last settled
-    one where it is the same bucket. A re-sent step inside the settled range shows once it is
-    settled (a second or so later)."""
+    each series' last settled step (``last_settled``, by name) folded into buckets of their
+    own, or into the last settled one where it is the same bucket. A re-sent step inside the
+    settled range shows once it is settled (a second or so later); until then its bucket
+    counts it once, with its old value."""
     out = dict(settled)
     for name, extra in waiting.items():
         base = out.get(name) or Series(lows=[], highs=[], counts=[])
-        out[name] = _fold(base, extra, width)
+        out[name] = _fold(base, extra, width, last_settled.get(name, -math.inf))
     return dict(sorted(out.items()))
 
 
-def _fold(base: Series, extra: Series, width: int) -> Series:
-    """``base`` plus ``extra``'s newer points, bucketed (finite values as mean/min/max/count,
+def _fold(base: Series, extra: Series, width: int, last: float) -> Series:
+    """``base`` plus ``extra``'s points after ``last`` (the last settled step), bucketed (finite values as mean/min/max/count,
     a NaN/inf as a point of its own, as ``rollups._buckets`` draws them)."""
     out = Series(steps=list(base.steps), values=list(base.values), lows=list(base.lows or ()),
                  highs=list(base.highs or ()), counts=list(base.counts or ()))
     lows, highs, counts = out.lows, out.highs, out.counts
     assert lows is not None and highs is not None and counts is not None
-    last = base.steps[-1] if base.steps else -math.inf
     for step, value in zip(extra.steps, extra.values, strict=True):
         if step <= last:
             continue
