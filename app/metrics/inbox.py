@@ -52,7 +52,7 @@ _PENDING = text("SELECT step, metrics FROM metric_inbox WHERE run_id = :run AND 
 
 def storable(metrics: dict[str, float]) -> dict[str, float | str]:
     """One step's metrics as stored: names cut to the column, NaN/inf as their text."""
-    if any(len(name) > NAME_MAX for name in metrics):
+    if metrics and max(map(len, metrics)) > NAME_MAX:
         cut: dict[str, float] = {}
         for name, value in metrics.items():
             cut[name[:NAME_MAX]] = value  # a later name that cuts the same wins, as in a row

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, Field
 
 from grpodeck.contract.alerts import AlertRules
-from grpodeck.contract.fields import CleanText, FiniteOrNull, Text
+from grpodeck.contract.fields import CleanText, FiniteOrNull, Key, Text
 from grpodeck.contract.limits import MAX_ROLLOUT_STEPS, MAX_ROWS, MAX_STEP, MAX_STORED_TEXT
 
 # --- metrics -------------------------------------------------------------------------------------
@@ -27,7 +27,7 @@ MetricValue = float | int | Text(1_000) | None
 
 class MetricRow(BaseModel):
     step: int = Field(ge=0, lt=MAX_STEP, description="the trainer's global step, below 2**31")
-    metrics: dict[Text(1_000), MetricValue] = Field(
+    metrics: dict[Key(1_000), MetricValue] = Field(
         max_length=2_000, description="metric name -> value; names past 200 characters are cut")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.metrics import names
 from app.metrics.names import canonical_name, normalize_row, to_float
 from app.metrics.series import Series, downsample
 
@@ -127,3 +128,15 @@ def test_downsampling_keeps_first_last_extremes_and_every_non_finite(s: Series,
     non_finite = [st_ for st_, v in original.items() if not math.isfinite(v)]
     assert set(non_finite) <= set(out.steps)  # a NaN is never smoothed away
     assert len(kept) <= max(max_points, 5)  # LTTB needs 3 points, plus the two extremes
+
+
+@given(st.dictionaries(st.one_of(st.sampled_from(["reward", " reward", "reward ", "kl", "kl "]),
+                                 st.sampled_from(sorted(RENAMED)),
+                                 st.sampled_from(sorted(set(RENAMED.values()))), NAME),
+                       st.floats(), max_size=8))
+def test_a_row_read_again_by_its_key_plan_is_read_as_the_first_time(row: dict) -> None:
+    """The second row with the same keys takes the cached plan (issue 57): the same names and
+    values as key-by-key reading, old spellings and keys to one name included."""
+    first = normalize_row(dict(row))
+    again = normalize_row(dict(row))
+    assert repr(again) == repr(first) == repr(names._normalized(dict(row)))
