@@ -79,13 +79,14 @@ def write(db: Session, run_id: int, rows: Sequence[Row]) -> int:
     return sum(len(m) for m in merged.values())
 
 
-def spread(db: Session, run_id: int) -> None:
+def spread(db: Session, run_id: int) -> dict[str, Points]:
     """Move the run's waiting steps into its chunks (``store.write``: a value already there is
-    overwritten, a re-sent step). The caller holds the run's write lock, so no batch lands
-    between the copy and the delete."""
+    overwritten, a re-sent step) and return every point of the chunks written. The caller
+    holds the run's write lock, so no batch lands between the copy and the delete."""
     connection = db.connection()
-    store.write(db, run_id, columns(connection.execute(_ALL, {"run": run_id}).all()))
+    written = store.write(db, run_id, columns(connection.execute(_ALL, {"run": run_id}).all()))
     connection.execute(_EMPTY, {"run": run_id})
+    return written
 
 
 def columns(rows: Sequence[tuple[int, str]]) -> dict[str, Points]:

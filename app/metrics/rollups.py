@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from app.core.db import begin_write
 from app.metrics import bucket_stats, inbox, store, waiting
+from app.metrics.chunks import CHUNK_STEPS, Points
 from app.metrics.series import Series, downsample, load_series
 from app.runs.models import Run
 
@@ -46,6 +47,8 @@ SETTLE_EVERY_STEPS = 4096
 BUCKET_WEIGHT = 4  # raw points of page one drawn bucket weighs (``merge_factor``)
 _COLUMNS, _SET = bucket_stats.COLUMNS, bucket_stats.SET
 STORED_FROM = 2  # the finest level stored; level 1 is computed from the points when drawn
+# a chunk holds whole buckets of that level, so the chunks a settle wrote hold every bucket it changed
+assert CHUNK_STEPS % FACTOR ** STORED_FROM == 0
 # ``{names}`` is one parameter holding the batch's metric names, so the statement text never
 # changes with their number (SQLAlchemy's expanding IN re-rendered it per batch, ~0.5 ms):
 # SQLite reads them from a JSON array, PostgreSQL from an array.
@@ -67,10 +70,13 @@ def width(level: int) -> int:
     return FACTOR ** level
 
 
-def refresh(db: Session, run_id: int, names: Sequence[str] | None, lo: int, hi: int) -> None:
+def refresh(db: Session, run_id: int, names: Sequence[str] | None, lo: int, hi: int,
+            written: dict[str, Points] | None = None) -> None:
     """Recompute the stored buckets that hold steps ``lo..hi`` of these metrics (all metrics
     when ``names`` is None): level ``STORED_FROM`` from the points, each level above from the
-    one below. Level 1 is never stored (``bucket_stats``: computed when drawn)."""
+    one below. Level 1 is never stored (``bucket_stats``: computed when drawn). ``written``:
+    the points of the chunks the settle just wrote, whole (``store.write``), which hold every
+    changed bucket of level ``STORED_FROM``: summarised as they are, not read back."""
     connection = db.connection()
     postgres = connection.dialect.name == "postgresql"
     from_level = _STATEMENTS["postgresql" if postgres else "sqlite"]
@@ -81,7 +87,8 @@ def refresh(db: Session, run_id: int, names: Sequence[str] | None, lo: int, hi: 
     listed = sorted({n[:200] for n in names})  # as stored (``inbox.storable`` cuts names)
     names_param = listed if postgres else json.dumps(listed)
     base = width(STORED_FROM)  # from the points, decoded: the database cannot read a chunk
-    settled = store.read(db, run_id, listed, lo // base * base - 1, hi // base * base + base - 1)
+    settled = written if written is not None else store.read(
+        db, run_id, listed, lo // base * base - 1, hi // base * base + base - 1)
     bucket_stats.write(db, run_id, STORED_FROM, [
         row for name, points in settled.items()
         for row in bucket_stats.rows(name, bucket_stats.stats(points, base))])
@@ -111,8 +118,8 @@ def settle(db: Session, run: Run) -> None:
     The caller holds the run's write lock (ingest, the end report, the settler) and commits."""
     if run.rollups_stale_lo is None:
         return
-    inbox.spread(db, run.id)
-    refresh(db, run.id, None, run.rollups_stale_lo, run.rollups_stale_hi or 0)
+    written = inbox.spread(db, run.id)
+    refresh(db, run.id, None, run.rollups_stale_lo, run.rollups_stale_hi or 0, written)
     run.rollups_stale_lo = run.rollups_stale_hi = None
 
 

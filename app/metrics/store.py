@@ -39,19 +39,23 @@ def metric_ids(db: Session, names: Iterable[str], create: bool = False) -> dict[
                                    .where(MetricKey.name.in_(wanted))).tuples().all())
 
 
-def write(db: Session, run_id: int, points: dict[str, Points]) -> None:
+def write(db: Session, run_id: int, points: dict[str, Points]) -> dict[str, Points]:
     """Write each metric's points (ascending, unique steps) over what its chunks hold: a step
-    already stored takes its new value. The caller holds the run's write lock."""
+    already stored takes its new value. The caller holds the run's write lock. Returns, per
+    metric, every point of the chunks written (what their summaries are computed from)."""
     points = {name: p for name, p in points.items() if p[0].size}
     if not points:
-        return
+        return {}
     ids = metric_ids(db, points, create=True)
+    names = {metric_id: name for name, metric_id in ids.items()}
     pieces = {(ids[name], chunk): piece for name, p in points.items()
               for chunk, piece in _by_chunk(p)}
     stored = _stored_chunks(db, run_id, {chunk for _, chunk in pieces})
     rows = []
-    for (metric_id, chunk), piece in pieces.items():
+    written: dict[str, list[Points]] = {}
+    for (metric_id, chunk), piece in sorted(pieces.items()):
         steps, values = chunks.merge(stored.get((metric_id, chunk), EMPTY), piece)
+        written.setdefault(names[metric_id], []).append((steps, values))
         rows.append({"run_id": run_id, "metric_id": metric_id, "chunk": chunk,
                      "first_step": int(steps[0]), "last_step": int(steps[-1]),
                      "n": int(steps.size), "last_finite": chunks.last_finite(values),
@@ -63,6 +67,8 @@ def write(db: Session, run_id: int, points: dict[str, Points]) -> None:
         index_elements=["run_id", "metric_id", "chunk"],
         set_={c: statement.excluded[c] for c in
               ("first_step", "last_step", "n", "last_finite", "data")}), rows)
+    return {name: (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+            for name, parts in written.items()}
 
 
 def _by_chunk(points: Points) -> list[tuple[int, Points]]:
