@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
-from sqlalchemy import select
+from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -71,7 +72,37 @@ def settle_all(make_session: Callable[[], Session]) -> int:
             except SQLAlchemyError as exc:  # busy, or the run deleted meanwhile: next pass
                 db.rollback()
                 log.warning("settling run %s failed: %s", run_id, exc)
+        if settled:
+            vacuum_inbox(db.get_bind())
     return settled
+
+
+VACUUM_EVERY_SECONDS = 20.0
+_vacuumed_at = 0.0
+
+
+def vacuum_inbox(bind: Engine | Connection, force: bool = False) -> bool:
+    """PostgreSQL: ``VACUUM metric_inbox`` at most every ``VACUUM_EVERY_SECONDS`` while runs
+    are being settled. Every step passes through the inbox and is deleted when settled, so its
+    dead rows were most of a busy database's size until autovacuum's next round (a minute
+    away: 45 bytes a point right after a 100k-step run, against 6 once vacuumed, issue 57).
+    A plain VACUUM blocks no writer, frees the rows for the next batches and gives the empty
+    pages at the end back. True when it ran."""
+    global _vacuumed_at
+    engine = bind.engine if isinstance(bind, Connection) else bind
+    if engine.dialect.name != "postgresql":
+        return False
+    now = time.monotonic()
+    if not force and now - _vacuumed_at < VACUUM_EVERY_SECONDS:
+        return False
+    _vacuumed_at = now
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text("VACUUM metric_inbox"))
+    except SQLAlchemyError as exc:  # never a reason for the settler to stop
+        log.warning("vacuuming metric_inbox failed: %s", exc)
+        return False
+    return True
 
 
 class Settler:

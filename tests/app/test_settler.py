@@ -93,3 +93,32 @@ def test_the_scheduler_settles_when_settle_in_names_it_and_the_web_app_does_not(
         loop.join(timeout=30)
         get_settings.cache_clear()
     assert not loop.is_alive()
+
+
+def test_a_settle_pass_on_postgresql_gives_the_inbox_its_space_back(
+        client: TestClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every step passes through the inbox and is deleted once settled: on PostgreSQL its dead
+    rows stayed on disk until autovacuum's next round (45 bytes a point after a 100k-step run,
+    bench/store_size.py). A settle pass vacuums it (at most every VACUUM_EVERY_SECONDS)."""
+    run_id, headers = running_run(client)
+    with get_sessionmaker()() as db:
+        postgres = db.get_bind().dialect.name == "postgresql"
+    size = "SELECT pg_relation_size('metric_inbox')"
+    rows = [{"step": s, "metrics": {f"m{i}": s * 0.001 + i for i in range(30)}}
+            for s in range(1, 3_001)]
+    for at in range(0, len(rows), 500):
+        assert client.post(f"/api/runs/{run_id}/metrics", headers=headers,
+                           json={"rows": rows[at:at + 500]}).status_code == 200
+    monkeypatch.setattr(settler, "_vacuumed_at", -1e9)  # due
+    if not postgres:  # SQLite reuses a deleted row's pages itself: nothing to do
+        assert settler.settle_all(get_sessionmaker()) <= 1
+        assert settler.vacuum_inbox(get_sessionmaker()().get_bind(), force=True) is False
+        return
+    with get_sessionmaker()() as db:
+        before = db.connection().exec_driver_sql(size).scalar()
+    assert before > 500_000  # 3,000 steps of 30 metrics waiting
+    assert settler.settle_all(get_sessionmaker()) == 1
+    with get_sessionmaker()() as db:
+        after = db.connection().exec_driver_sql(size).scalar()
+    assert after < before / 10, (before, after)
+    assert settler.vacuum_inbox(get_sessionmaker()().get_bind()) is False  # not due again yet
