@@ -72,13 +72,22 @@ def settle_all(make_session: Callable[[], Session]) -> int:
             except SQLAlchemyError as exc:  # busy, or the run deleted meanwhile: next pass
                 db.rollback()
                 log.warning("settling run %s failed: %s", run_id, exc)
-        if settled:
-            vacuum_inbox(db.get_bind())
+        _vacuum_if_owed(db.get_bind(), settled)
     return settled
 
 
 VACUUM_EVERY_SECONDS = 20.0
 _vacuumed_at = 0.0
+_owed = False  # runs were settled since the inbox was last vacuumed
+
+
+def _vacuum_if_owed(bind: Engine | Connection, settled: int) -> None:
+    """While runs are settled, vacuum the inbox every ``VACUUM_EVERY_SECONDS``; on the first
+    pass that settles nothing, vacuum what the last busy seconds left at once."""
+    global _owed
+    _owed = _owed or settled > 0
+    if _owed and vacuum_inbox(bind, force=settled == 0):
+        _owed = False
 
 
 def vacuum_inbox(bind: Engine | Connection, force: bool = False) -> bool:
