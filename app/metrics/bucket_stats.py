@@ -68,12 +68,11 @@ class Stats:
 def stats(points: Points, width: int) -> Stats:
     """The points (ascending steps) summarised over buckets of ``width`` steps."""
     steps, values = points
-    buckets = steps // width
-    start = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]]) if steps.size else steps
-    end = np.r_[start[1:], steps.size] - 1 if steps.size else steps
     if not steps.size:
-        empty = np.empty(0)
-        return Stats(*(empty,) * 10)
+        return Stats(*(np.empty(0, np.int64),) * 10)
+    buckets = steps // width
+    start = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+    end = np.r_[start[1:], steps.size] - 1
     finite = np.isfinite(values)
     n = np.add.reduceat(finite.astype(np.int64), start)
     kind = np.where(finite, 0, np.where(np.isnan(values), 3, np.where(values > 0, 2, 1)))
