@@ -119,22 +119,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "clients" / "python"))
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+from bench.load import METRICS as LOAD_METRICS
+from bench.load import PG_ADMIN
+
 SEED = 20261209
 READS = 5
-# The names TRL's GRPOTrainer logs (25 as in bench/ingest.py's list, plus a second reward
-# function's pair and the min/max clip ratios): 30 per step.
-METRICS = [
-    "loss", "grad_norm", "learning_rate", "num_tokens", "epoch", "step_time", "reward",
-    "reward_std", "frac_reward_zero_std", "rewards/length_target/mean", "rewards/length_target/std",
-    "rewards/format/mean", "rewards/format/std", "completions/mean_length",
-    "completions/min_length", "completions/max_length", "completions/clipped_ratio",
-    "completions/mean_terminated_length", "completions/min_terminated_length",
-    "completions/max_terminated_length", "kl", "entropy", "clip_ratio/low_mean",
-    "clip_ratio/high_mean", "clip_ratio/region_mean", "rewards/accuracy_reward/mean",
-    "rewards/accuracy_reward/std", "clip_ratio/low_min", "clip_ratio/high_max",
-    "rewards/reasoning_format/mean",
-]
+# The names TRL's GRPOTrainer logs (bench/load.py's 25, plus a second reward function's pair
+# and the min/max clip ratios): 30 per step.
+METRICS = [*LOAD_METRICS, "rewards/accuracy_reward/mean", "rewards/accuracy_reward/std",
+           "clip_ratio/low_min", "clip_ratio/high_max", "rewards/reasoning_format/mean"]
 assert len(METRICS) == 30 and len(set(METRICS)) == 30
 
 

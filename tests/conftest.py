@@ -89,10 +89,21 @@ def write_trainer_state(path: Path, steps: range | list[int], **kwargs: Any) -> 
     return path
 
 
-def migrate(url: str) -> None:
+def migrate(url: str, revision: str = "head", verb: str = "upgrade") -> None:
+    """``alembic upgrade head`` (or ``verb`` to ``revision``) on the database at ``url``."""
     cfg = Config(str(ROOT / "alembic.ini"))
     cfg.set_main_option("sqlalchemy.url", url)
-    command.upgrade(cfg, "head")
+    getattr(command, verb)(cfg, revision)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database on each backend: the migration tests' ground."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.db'}"
+        return
+    with postgres_database(prefix="grpodeck_mig") as pg:
+        yield pg
 
 
 @contextmanager

@@ -6,36 +6,15 @@ rows and their level-1 summaries; upgrading again gives the same chunks."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 from sqlalchemy.orm import Session
 
-from app.core.config import ROOT
 from app.metrics import store
-from tests.conftest import postgres_database
+from tests.conftest import migrate
 
 LONG = 70_000  # one metric's points: more than the migration's read slice (65,536)
 Rows = dict[tuple[int, str, int], tuple[float | None, str | None]]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-        return
-    with postgres_database(prefix="grpodeck_chunks_mig") as pg:
-        yield pg
-
-
-def _alembic(url: str, verb: str, revision: str) -> None:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("sqlalchemy.url", url)
-    getattr(command, verb)(cfg, revision)
 
 
 def _points() -> Rows:
@@ -80,8 +59,9 @@ def _chunks(engine: sa.Engine) -> list[tuple]:
             "ORDER BY c.run_id, k.name, c.chunk"))]
 
 
-def test_points_move_into_chunks_and_back_and_again(url: str) -> None:
-    _alembic(url, "upgrade", "answers_0001")
+def test_points_move_into_chunks_and_back_and_again(empty_database: str) -> None:
+    url = empty_database
+    migrate(url, "answers_0001", "upgrade")
     engine = sa.create_engine(url)
     points = _points()
     with engine.begin() as c:
@@ -94,7 +74,7 @@ def test_points_move_into_chunks_and_back_and_again(url: str) -> None:
                           "VALUES (:r, :n, :s, :v, :raw)"),
                   [{"r": r, "n": n, "s": s, "v": v, "raw": raw}
                    for (r, n, s), (v, raw) in points.items()])
-    _alembic(url, "upgrade", "head")
+    migrate(url, "head", "upgrade")
     assert _read_back(engine) == points
     first = _chunks(engine)
     assert len([c for c in first if c[1] == "loss"]) == math.ceil(LONG / 1024)
@@ -104,7 +84,7 @@ def test_points_move_into_chunks_and_back_and_again(url: str) -> None:
         assert not sa.inspect(c).has_table("metric_points")
         assert c.execute(sa.text("SELECT count(*) FROM metric_rollups WHERE level = 1")
                          ).scalar() == 0  # computed from the points when drawn
-    _alembic(url, "downgrade", "answers_0001")
+    migrate(url, "answers_0001", "downgrade")
     assert _old_rows(engine) == points
     with engine.begin() as c:  # the older code reads level 1 from the table: rebuilt
         level1 = c.execute(sa.text("SELECT run_id, name, bucket, n + nonfinite FROM "
@@ -116,7 +96,7 @@ def test_points_move_into_chunks_and_back_and_again(url: str) -> None:
     assert {(r, n, b): count for r, n, b, count in level1} == buckets
     with engine.begin() as c:
         assert not sa.inspect(c).has_table("metric_chunks")
-    _alembic(url, "upgrade", "head")
+    migrate(url, "head", "upgrade")
     assert _read_back(engine) == points
     assert _chunks(engine) == first
     engine.dispose()

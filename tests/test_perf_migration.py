@@ -6,35 +6,15 @@ puts the state back on the run row."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 
-from app.core.config import ROOT
-from tests.conftest import postgres_database
+from tests.conftest import migrate
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-        return
-    with postgres_database(prefix="grpodeck_perf_mig") as pg:
-        yield pg
-
-
-def _alembic(url: str, verb: str, revision: str) -> None:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("sqlalchemy.url", url)
-    getattr(command, verb)(cfg, revision)
-
-
-def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
-    _alembic(url, "upgrade", "alerts_0001")
+def test_existing_runs_keep_everything_and_gain_summaries(empty_database: str) -> None:
+    url = empty_database
+    migrate(url, "alerts_0001", "upgrade")
     engine = sa.create_engine(url)
     with engine.begin() as c:
         c.execute(sa.text(
@@ -46,7 +26,7 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
                           "VALUES (1, 'loss', :s, :v, :r)"),
                   [{"s": s, "v": None if s == 20 else float(s), "r": "nan" if s == 20 else None}
                    for s in range(40)])
-    _alembic(url, "upgrade", "answers_0001")
+    migrate(url, "answers_0001", "upgrade")
     with engine.begin() as c:
         assert c.execute(sa.text("SELECT count(*) FROM metric_points")).scalar() == 40
         level1 = c.execute(sa.text(
@@ -63,7 +43,7 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
         state = moved[2] if isinstance(moved[2], dict) else json.loads(moved[2])
         assert (moved[0], moved[1], state) == (1, 39, {"version": 1, "kept": True})
         assert "diagnostics_state" not in {c["name"] for c in sa.inspect(c).get_columns("runs")}
-    _alembic(url, "downgrade", "alerts_0001")
+    migrate(url, "alerts_0001", "downgrade")
     with engine.begin() as c:
         back = c.execute(sa.text("SELECT diagnostics_state, diagnostics_through FROM runs")).one()
         assert (json.loads(back[0]) if isinstance(back[0], str) else back[0]) == {
@@ -73,10 +53,11 @@ def test_existing_runs_keep_everything_and_gain_summaries(url: str) -> None:
     engine.dispose()
 
 
-def test_downgrading_the_inbox_spreads_what_waits_in_it(url: str) -> None:
+def test_downgrading_the_inbox_spreads_what_waits_in_it(empty_database: str) -> None:
+    url = empty_database
     """inbox_0001's downgrade: steps still waiting become points, and their level-1 summaries
     are rebuilt, which the older code expects current (it recomputes only the levels above)."""
-    _alembic(url, "upgrade", "answers_0001")
+    migrate(url, "answers_0001", "upgrade")
     engine = sa.create_engine(url)
     with engine.begin() as c:
         c.execute(sa.text(
@@ -88,7 +69,7 @@ def test_downgrading_the_inbox_spreads_what_waits_in_it(url: str) -> None:
         c.execute(sa.text("INSERT INTO metric_inbox (run_id, step, metrics) VALUES (1, :s, :m)"),
                   [{"s": s, "m": json.dumps({"loss": 2.0, "kl": "nan" if s == 20 else 0.5})}
                    for s in range(17, 21)])
-    _alembic(url, "downgrade", "ingest_0001")
+    migrate(url, "ingest_0001", "downgrade")
     with engine.begin() as c:
         points = {(n, s): (v, r) for n, s, v, r in c.execute(sa.text(
             "SELECT name, step, value, raw FROM metric_points"))}

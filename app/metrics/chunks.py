@@ -33,6 +33,15 @@ def chunk_of(step: int) -> int:
     return step >> CHUNK_BITS
 
 
+def split(points: Points) -> list[tuple[int, Points]]:
+    """The points (ascending steps) cut where their chunk changes: (chunk index, its points)."""
+    steps, values = points
+    index = steps >> CHUNK_BITS
+    cuts = np.flatnonzero(np.diff(index)) + 1
+    return [(int(index[part[0]]), (steps[part], values[part]))
+            for part in np.split(np.arange(steps.size), cuts)]
+
+
 def _shuffle(array: np.ndarray) -> bytes:
     return np.ascontiguousarray(array.view(np.uint8).reshape(-1, 8).T).tobytes()
 
@@ -72,6 +81,12 @@ def merge(old: Points, new: Points) -> Points:
     values = np.concatenate([old_values[keep], new_values])
     order = np.argsort(steps, kind="stable")
     return steps[order], values[order]
+
+
+def columns(steps: np.ndarray, values: np.ndarray) -> dict[str, object]:
+    """A chunk row's columns besides its key: what the store and the migration both write."""
+    return {"first_step": int(steps[0]), "last_step": int(steps[-1]), "n": int(steps.size),
+            "last_finite": last_finite(values), "data": encode(steps, values)}
 
 
 def last_finite(values: np.ndarray) -> float | None:

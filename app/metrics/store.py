@@ -49,7 +49,7 @@ def write(db: Session, run_id: int, points: dict[str, Points]) -> dict[str, Poin
     ids = metric_ids(db, points, create=True)
     names = {metric_id: name for name, metric_id in ids.items()}
     pieces = {(ids[name], chunk): piece for name, p in points.items()
-              for chunk, piece in _by_chunk(p)}
+              for chunk, piece in chunks.split(p)}
     stored = _stored_chunks(db, run_id, set(pieces))
     rows = []
     written: dict[str, list[Points]] = {}
@@ -57,9 +57,7 @@ def write(db: Session, run_id: int, points: dict[str, Points]) -> dict[str, Poin
         steps, values = chunks.merge(stored.get((metric_id, chunk), EMPTY), piece)
         written.setdefault(names[metric_id], []).append((steps, values))
         rows.append({"run_id": run_id, "metric_id": metric_id, "chunk": chunk,
-                     "first_step": int(steps[0]), "last_step": int(steps[-1]),
-                     "n": int(steps.size), "last_finite": chunks.last_finite(values),
-                     "data": chunks.encode(steps, values)})
+                     **chunks.columns(steps, values)})
     connection = db.connection()
     insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
     statement = insert(MetricChunk)
@@ -69,15 +67,6 @@ def write(db: Session, run_id: int, points: dict[str, Points]) -> dict[str, Poin
               ("first_step", "last_step", "n", "last_finite", "data")}), rows)
     return {name: (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
             for name, parts in written.items()}
-
-
-def _by_chunk(points: Points) -> list[tuple[int, Points]]:
-    """The points split where their chunk changes."""
-    steps, values = points
-    index = steps >> chunks.CHUNK_BITS
-    cuts = np.flatnonzero(np.diff(index)) + 1
-    return [(int(index[part[0]]), (steps[part], values[part]))
-            for part in np.split(np.arange(steps.size), cuts)]
 
 
 # Both key columns named: with the chunk alone, every chunk row of the run was read (30k for a
@@ -133,11 +122,16 @@ def read(db: Session, run_id: int, names: Sequence[str] | None = None,
 
 
 def chunk_indexes(db: Session, run_id: int, after: int = -1) -> list[int]:
-    """The run's chunk indexes holding steps after ``after``, ascending."""
+    """The run's chunk indexes holding steps after ``after``, ascending: a key range per metric
+    (the chunk alone would read every chunk row of the run)."""
+    ids = list(metric_ids(db, run_names(db, run_id)).values())
+    if not ids:
+        return []
     return list(db.connection().execute(
         select(MetricChunk.chunk).distinct()
-        .where(MetricChunk.run_id == run_id, MetricChunk.last_step > after,
-               MetricChunk.chunk >= chunks.chunk_of(max(after + 1, 0)))
+        .where(MetricChunk.run_id == run_id, MetricChunk.metric_id.in_(ids),
+               MetricChunk.chunk >= chunks.chunk_of(max(after + 1, 0)),
+               MetricChunk.last_step > after)
         .order_by(MetricChunk.chunk)).scalars())
 
 

@@ -65,15 +65,8 @@ _INSERT_CHUNK = sa.text(
 
 def _chunk_rows(run_id: int, metric_id: int, steps: np.ndarray,
                 values: np.ndarray) -> list[dict[str, object]]:
-    index = steps >> chunks.CHUNK_BITS
-    cuts = np.flatnonzero(np.diff(index)) + 1
-    rows = []
-    for part in np.split(np.arange(steps.size), cuts):
-        s, v = steps[part], values[part]
-        rows.append({"run_id": run_id, "metric_id": metric_id, "chunk": int(index[part[0]]),
-                     "first_step": int(s[0]), "last_step": int(s[-1]), "n": int(s.size),
-                     "last_finite": chunks.last_finite(v), "data": chunks.encode(s, v)})
-    return rows
+    return [{"run_id": run_id, "metric_id": metric_id, "chunk": chunk, **chunks.columns(s, v)}
+            for chunk, (s, v) in chunks.split((steps, values))]
 
 
 def _move_metric(bind: sa.Connection, run_id: int, name: str, metric_id: int) -> None:

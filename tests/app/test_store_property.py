@@ -62,7 +62,7 @@ from app.health.service import context_for
 from app.metrics import waiting
 from app.runs.models import Run
 from tests.app.conftest import html, running_run
-from tests.settled import settle
+from tests.app.test_resent_steps import post, settle_now
 
 NAMES = ("reward", "loss", "kl", "entropy")
 NAN, INF = math.nan, math.inf
@@ -637,19 +637,6 @@ def check_readers(client: TestClient, run_id: int, other: int, model: Model,
     check_compare(client, run_id, other, model)
     check_export(client, run_id, model)
     check_findings(client, run_id, model)
-
-
-def post(client: TestClient, run_id: int, headers: dict[str, str], rows: Iterable[Row]) -> None:
-    """One report batch (``json.dumps`` writes NaN/inf as the tokens the report API reads)."""
-    body = json.dumps({"rows": [{"step": s, "metrics": m} for s, m in rows]})
-    reply = client.post(f"/api/runs/{run_id}/metrics", content=body,
-                        headers={**headers, "Content-Type": "application/json"})
-    assert reply.status_code == 200, reply.text
-
-
-def settle_now(run_id: int) -> None:
-    with get_sessionmaker()() as db:
-        settle(db, [run_id])
 
 
 def nothing_waits(run_id: int) -> bool:
